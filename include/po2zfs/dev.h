@@ -1,0 +1,285 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Device interface: one ops table per backend (nvme, zbd, emu), chosen from
+ * the path or forced by name. Backends speak native units: LBAs, native
+ * zone size. Every call returns 0 or a non-negative count, or -errno.
+ * Every call is safe from many threads at once.
+ *
+ * Zoned-device errors have one errno each (see p2z_dev_nvme_status_errno()):
+ *   -EILSEQ        write not at the write pointer (ZNS Zone Invalid Write)
+ *   -ERANGE        write or read crosses the zone capacity/boundary
+ *   -ENOSPC        zone is full
+ *   -EROFS         zone is read-only
+ *   -ENXIO         zone is offline
+ *   -ETOOMANYREFS  too many open zones (as the kernel's BLK_STS_ZONE_OPEN_RESOURCE)
+ *   -EOVERFLOW     too many active zones (as BLK_STS_ZONE_ACTIVE_RESOURCE)
+ *   -EBADRQC       invalid zone state transition
+ *   -EINVAL        LBA out of range, invalid field, misaligned request
+ *   -EIO           anything else, including injected faults
+ */
+#ifndef PO2ZFS_DEV_H
+#define PO2ZFS_DEV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#ifndef container_of
+#define container_of(ptr, type, member) \
+	((type *)((char *)(ptr)-offsetof(type, member)))
+#endif
+
+/* Zone types and conditions use the NVMe ZNS encodings. */
+enum p2z_zone_type {
+	P2Z_ZONE_TYPE_CNV = 1, /* conventional: random writes, no wp */
+	P2Z_ZONE_TYPE_SEQ = 2, /* sequential write required */
+};
+
+enum p2z_zone_cond {
+	P2Z_ZONE_COND_NOT_WP = 0x0, /* conventional zones */
+	P2Z_ZONE_COND_EMPTY = 0x1,
+	P2Z_ZONE_COND_IMP_OPEN = 0x2,
+	P2Z_ZONE_COND_EXP_OPEN = 0x3,
+	P2Z_ZONE_COND_CLOSED = 0x4,
+	P2Z_ZONE_COND_READONLY = 0xd,
+	P2Z_ZONE_COND_FULL = 0xe,
+	P2Z_ZONE_COND_OFFLINE = 0xf,
+};
+
+enum p2z_zone_op {
+	P2Z_ZONE_OP_RESET,
+	P2Z_ZONE_OP_OPEN,
+	P2Z_ZONE_OP_CLOSE,
+	P2Z_ZONE_OP_FINISH,
+};
+
+/**
+ * struct p2z_zone_info - one zone as the device reports it
+ * @start_lba: first LBA of the zone
+ * @cap_lba: writable LBAs in the zone (<= zone size)
+ * @wp_lba: absolute write pointer; start + cap for a full zone (whatever the
+ *	    device reported), start for conventional zones
+ * @type: enum p2z_zone_type
+ * @cond: enum p2z_zone_cond
+ */
+struct p2z_zone_info {
+	uint64_t start_lba;
+	uint64_t cap_lba;
+	uint64_t wp_lba;
+	uint8_t type;
+	uint8_t cond;
+};
+
+/**
+ * struct p2z_dev_info - geometry and limits, filled by the backend's open
+ * @lba_bytes: logical block size
+ * @nr_zones: number of zones
+ * @zone_lba: native zone size in LBAs (any value, not only powers of two)
+ * @nr_cnv_zones: number of conventional zones (they come first on emu;
+ *		  other backends report each zone's type)
+ * @max_open: maximum open zones, 0 = no limit
+ * @max_active: maximum active zones, 0 = no limit
+ * @max_append_bytes: largest single zone append, a multiple of @lba_bytes
+ * @max_xfer_bytes: largest single read/write, a multiple of @lba_bytes
+ */
+struct p2z_dev_info {
+	uint32_t lba_bytes;
+	uint64_t nr_zones;
+	uint64_t zone_lba;
+	uint64_t nr_cnv_zones;
+	uint32_t max_open;
+	uint32_t max_active;
+	uint32_t max_append_bytes;
+	uint32_t max_xfer_bytes;
+};
+
+/* p2z_dev_open() flags */
+#define P2Z_DEV_RDONLY (1U << 0)
+
+struct p2z_dev;
+
+/**
+ * struct p2z_dev_ops - one backend
+ * @name: "nvme", "zbd" or "emu"
+ * @probe: 1 if this backend recognises @path (auto-selection), else 0
+ * @open: allocate the backend state (which embeds struct p2z_dev), open
+ *	  @path, fill dev->info; print a one-line reason on failure
+ * @close: release everything @open took
+ * @report_zones: fill up to @nr entries from zone @zidx on; return the
+ *		  number filled (0 past the last zone)
+ * @zone_mgmt: reset/open/close/finish one zone
+ * @pread: read @len bytes at native byte offset @ofs (LBA aligned; never
+ *	   past a zone's write pointer, callers take care); returns bytes read
+ * @pwrite: write at native byte offset @ofs, which must be the zone's
+ *	    write pointer for sequential zones; returns bytes written
+ * @append: zone append to zone @zidx; @lba gets the first LBA written;
+ *	    returns bytes written. @len <= info.max_append_bytes
+ * @flush: make completed writes durable
+ */
+struct p2z_dev_ops {
+	const char *name;
+	int (*probe)(const char *path);
+	int (*open)(const char *path, unsigned int flags, struct p2z_dev **devp);
+	void (*close)(struct p2z_dev *dev);
+	int (*report_zones)(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
+			    struct p2z_zone_info *zi);
+	int (*zone_mgmt)(struct p2z_dev *dev, uint64_t zidx,
+			 enum p2z_zone_op op);
+	ssize_t (*pread)(struct p2z_dev *dev, void *buf, size_t len,
+			 uint64_t ofs);
+	ssize_t (*pwrite)(struct p2z_dev *dev, const void *buf, size_t len,
+			  uint64_t ofs);
+	ssize_t (*append)(struct p2z_dev *dev, uint64_t zidx, const void *buf,
+			  size_t len, uint64_t *lba);
+	int (*flush)(struct p2z_dev *dev);
+};
+
+/**
+ * struct p2z_dev - an open device; embedded in each backend's state
+ * @ops: the backend
+ * @info: geometry and limits
+ * @path: the path the user gave (owned, freed by p2z_dev_close())
+ * @flags: P2Z_DEV_* flags given to p2z_dev_open()
+ */
+struct p2z_dev {
+	const struct p2z_dev_ops *ops;
+	struct p2z_dev_info info;
+	char *path;
+	unsigned int flags;
+};
+
+/* Backends, one const ops table each (dev_emu.c, dev_nvme.c, dev_zbd.c). */
+extern const struct p2z_dev_ops p2z_dev_emu_ops;
+extern const struct p2z_dev_ops p2z_dev_nvme_ops;
+extern const struct p2z_dev_ops p2z_dev_zbd_ops;
+
+/* dev.c */
+
+/**
+ * p2z_dev_open() - open a zoned device
+ * @path: device or image path
+ * @backend: "nvme", "zbd", "emu", or NULL to choose from the path
+ * @flags: P2Z_DEV_* flags
+ * @devp: result
+ *
+ * Return: 0, -EINVAL for an unknown or unbuilt backend name, -ENODEV when
+ * no backend recognises @path, or the backend's -errno.
+ */
+int p2z_dev_open(const char *path, const char *backend, unsigned int flags,
+		 struct p2z_dev **devp);
+
+/**
+ * p2z_dev_close() - close a device opened by p2z_dev_open()
+ * @dev: device, may be NULL
+ */
+void p2z_dev_close(struct p2z_dev *dev);
+
+/**
+ * p2z_dev_report_zones() - report zones
+ * @dev: device
+ * @zidx: first zone
+ * @nr: capacity of @zi
+ * @zi: result
+ *
+ * Return: number of entries filled, or -errno.
+ */
+int p2z_dev_report_zones(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
+			 struct p2z_zone_info *zi);
+
+/**
+ * p2z_dev_zone_mgmt() - reset, open, close or finish a zone
+ * @dev: device
+ * @zidx: zone index
+ * @op: operation
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_dev_zone_mgmt(struct p2z_dev *dev, uint64_t zidx, enum p2z_zone_op op);
+
+/**
+ * p2z_dev_pread() - read, split at the transfer limit
+ * @dev: device
+ * @buf: destination
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: native byte offset, a multiple of the LBA size
+ *
+ * Return: bytes read (== @len) or -errno.
+ */
+ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len,
+		      uint64_t ofs);
+
+/**
+ * p2z_dev_pwrite() - write, split at the transfer limit
+ * @dev: device
+ * @buf: source
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: native byte offset (the write pointer for sequential zones)
+ *
+ * Return: bytes written (short only if a later piece failed) or -errno if
+ * nothing was written.
+ */
+ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
+		       uint64_t ofs);
+
+/**
+ * p2z_dev_append() - zone append, split at the zone append limit
+ * @dev: device
+ * @zidx: zone index
+ * @buf: source
+ * @len: bytes, a multiple of the LBA size
+ * @lba: result: first LBA written by the first piece
+ *
+ * Pieces are issued in order; each lands right after the previous one only
+ * if nobody else writes the zone meanwhile (callers hold the zone lock).
+ *
+ * Return: bytes written (short only if a later piece failed) or -errno.
+ */
+ssize_t p2z_dev_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
+		       size_t len, uint64_t *lba);
+
+/**
+ * p2z_dev_flush() - make completed writes durable
+ * @dev: device
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_dev_flush(struct p2z_dev *dev);
+
+/**
+ * p2z_dev_nvme_status_errno() - map an NVMe status to a negative errno
+ * @status: status code type << 8 | status code (DNR and More bits masked
+ *	    by the caller or here)
+ *
+ * The one place NVMe (and emulated ZNS) statuses become errnos; see the
+ * table at the top of this header.
+ *
+ * Return: 0 for success, else -errno.
+ */
+int p2z_dev_nvme_status_errno(uint16_t status);
+
+/**
+ * p2z_zone_cond_name() - the word for a zone condition
+ * @cond: enum p2z_zone_cond
+ *
+ * Return: "not-wp", "empty", "implicit-open", "explicit-open", "closed",
+ * "read-only", "full", "offline", or "unknown".
+ */
+const char *p2z_zone_cond_name(uint8_t cond);
+
+/* NVMe status values (status code type << 8 | status code). */
+#define P2Z_NVME_SC_SUCCESS 0x000
+#define P2Z_NVME_SC_INVALID_FIELD 0x002
+#define P2Z_NVME_SC_INTERNAL 0x006
+#define P2Z_NVME_SC_LBA_RANGE 0x080
+#define P2Z_NVME_SC_ZONE_BOUNDARY 0x1b8
+#define P2Z_NVME_SC_ZONE_FULL 0x1b9
+#define P2Z_NVME_SC_ZONE_READ_ONLY 0x1ba
+#define P2Z_NVME_SC_ZONE_OFFLINE 0x1bb
+#define P2Z_NVME_SC_ZONE_INVALID_WRITE 0x1bc
+#define P2Z_NVME_SC_ZONE_TOO_MANY_ACTIVE 0x1bd
+#define P2Z_NVME_SC_ZONE_TOO_MANY_OPEN 0x1be
+#define P2Z_NVME_SC_ZONE_INVALID_TRANSITION 0x1bf
+#define P2Z_NVME_SC_UNWRITTEN 0x287
+
+#endif /* PO2ZFS_DEV_H */

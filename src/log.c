@@ -1,0 +1,32 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Logging: stderr until the daemon detaches, syslog after. The one piece of
+ * process-wide state, set once before any worker thread starts.
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "po2zfs/log.h"
+
+static bool p2z_use_syslog;
+
+void p2z_log_to_syslog(const char *ident)
+{
+	openlog(ident, LOG_PID, LOG_DAEMON);
+	p2z_use_syslog = true;
+}
+
+void p2z_log(int prio, const char *fmt, ...)
+{
+	char line[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	if (p2z_use_syslog)
+		syslog(prio, "%s", line);
+	else
+		fprintf(stderr, "po2zfs: %s\n", line);
+}

@@ -1,0 +1,76 @@
+#!/bin/bash
+# The whole po2zfs test suite, as CI runs it (.ci/run calls this and nothing
+# else). Run as root on Debian 12 from the top of a clone:
+#   tests/run-all.sh
+# Steps: install packages, format and man page lint, gcc -Werror build with
+# unit, valgrind and mount tests, clang ASan/UBSan build with unit and mount
+# tests, then the device tests in a QEMU guest. Build trees go to build-*/.
+# P2Z_SKIP_VM=1 leaves out the QEMU guest (for quick local runs only).
+set -uo pipefail
+top=$(cd "$(dirname "$0")/.." && pwd)
+cd "$top"
+export CI=${CI:-}
+fail=0
+steps_ok=0 steps_bad=0
+
+step() { # name, command...
+	local name=$1
+	shift
+	echo "=== $name"
+	if "$@"; then
+		steps_ok=$((steps_ok + 1))
+		echo "=== $name: ok"
+	else
+		steps_bad=$((steps_bad + 1))
+		fail=1
+		echo "=== $name: FAILED"
+	fi
+}
+
+contrib/install-deps.sh --test || { echo "install-deps failed"; exit 1; }
+
+format_check() {
+	local files
+	files=$(git ls-files '*.c' '*.h' 2>/dev/null || find src include tests -name '*.[ch]')
+	# shellcheck disable=SC2086
+	clang-format --dry-run --Werror $files
+}
+
+man_lint() {
+	local m out rc=0
+	for m in man/*.[78]; do
+		out=$(LC_ALL=C groff -man -ww -z "$m" 2>&1)
+		[ -z "$out" ] || { echo "$m: $out"; rc=1; }
+	done
+	return $rc
+}
+
+build() { # dir, cmake args...
+	local dir=$1
+	shift
+	cmake -S . -B "$dir" -DP2Z_WERROR=ON "$@" >/dev/null &&
+		cmake --build "$dir" -j"$(nproc)" -- --no-print-directory >/dev/null ||
+		cmake --build "$dir" -j1 # again, to show the errors
+}
+
+run_ctest() { # dir, labels regex
+	(cd "$1" && ctest --output-on-failure -j2 -L "$2")
+}
+
+step "format (clang-format --dry-run --Werror)" format_check
+step "man pages (groff -man -ww -z)" man_lint
+step "build gcc" build build-gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo
+step "tests gcc: unit, valgrind, mount" run_ctest build-gcc 'unit|valgrind|func'
+step "build clang asan+ubsan" env CC=clang build build-asan \
+	-DCMAKE_BUILD_TYPE=Debug -DP2Z_SANITIZE=ON
+step "tests clang asan+ubsan: unit, mount" \
+	env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	bash -c "cd build-asan && ctest --output-on-failure -j2 -L 'unit|func'"
+if [ "${P2Z_SKIP_VM:-0}" != 1 ]; then
+	step "device tests in a QEMU guest" \
+		env P2Z_BUILD="$top/build-gcc" bash tests/vm/run.sh
+fi
+
+echo "run-all: $steps_ok passed, $steps_bad failed"
+exit $fail
