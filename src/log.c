@@ -3,6 +3,7 @@
  * Logging: stderr until the daemon detaches, syslog after. The one piece of
  * process-wide state, set once before any worker thread starts.
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -28,5 +29,6 @@ void p2z_log(int prio, const char *fmt, ...)
 	if (p2z_use_syslog)
 		syslog(prio, "%s", line);
 	else
-		fprintf(stderr, "po2zfs: %s\n", line);
+		fprintf(stderr, "%s: %s\n", program_invocation_short_name,
+			line);
 }

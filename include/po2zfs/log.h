@@ -15,7 +15,7 @@
 void p2z_log_to_syslog(const char *ident);
 
 /**
- * p2z_log() - print one line, "po2zfs: " prefixed on stderr
+ * p2z_log() - print one line on stderr, prefixed with the program name
  * @prio: syslog priority (LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG)
  * @fmt: printf format, without a trailing newline
  */
