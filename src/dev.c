@@ -112,7 +112,7 @@ static int p2z_dev_find_backend(const char *path, const char *backend,
 int p2z_dev_open(const char *path, const char *backend, unsigned int flags,
 		 struct p2z_dev **devp)
 {
-	const struct p2z_dev_ops *ops;
+	const struct p2z_dev_ops *ops = NULL;
 	struct p2z_dev *dev;
 	char *dup;
 	int ret;
