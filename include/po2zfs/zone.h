@@ -1,0 +1,319 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Zone table: the cached state of every zone of a device (write pointer,
+ * condition, capacity), read with one report at mount, and the operations
+ * the filesystem performs on zones: read clamped to the write pointer,
+ * append at the write pointer, reset, finish, explicit open/close, flush.
+ * After an I/O error the zone is re-read from the device and the errors=
+ * policy applied, with the meanings of Linux zonefs (fs/zonefs/super.c).
+ *
+ * Sizes and offsets are in bytes, relative to the start of the zone unless
+ * named otherwise. Every call returns 0 or a non-negative count, or -errno.
+ *
+ * Per zone, three locks, always taken in this order:
+ *   wr_lock  serialises writers, zone management and error handling (the
+ *	      role of the inode lock in zonefs)
+ *   io_lock  read-shared by reads while they are at the device, taken
+ *	      exclusively by anything that can move the write pointer back
+ *	      (reset, error handling), so that no read ever reaches the device
+ *	      past a write pointer (zonefs' inode_dio_wait())
+ *   lock     guards the cached state (zonefs' i_truncate_mutex); held only
+ *	      briefly, never across data transfers
+ * Table-wide counters are atomics and need no lock.
+ */
+#ifndef PO2ZFS_ZONE_H
+#define PO2ZFS_ZONE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "po2zfs/dev.h"
+#include "po2zfs/geom.h"
+
+/* What to do after an I/O error (mount option errors=, as in zonefs). */
+enum p2z_errors {
+	P2Z_ERRORS_REMOUNT_RO, /* the whole filesystem stops accepting writes */
+	P2Z_ERRORS_ZONE_RO, /* the zone's file becomes read-only */
+	P2Z_ERRORS_ZONE_OFFLINE, /* the zone's file: size 0, no access */
+	P2Z_ERRORS_REPAIR, /* only fix the file size from the device */
+};
+
+/**
+ * struct p2z_zone_opts - zone table options
+ * @errors: I/O error policy
+ * @rdonly: read-only table: no writes, no zone management, and mounting
+ *	    leaves explicitly open zones alone
+ * @explicit_open: p2z_zone_get_write() explicitly opens the zone (ignored
+ *		   with a notice when the device has no open zone limit, as
+ *		   zonefs does)
+ * @no_append: write at the write pointer even when the device can zone
+ *	       append (tests use it to cover both write paths)
+ */
+struct p2z_zone_opts {
+	enum p2z_errors errors;
+	bool rdonly;
+	bool explicit_open;
+	bool no_append;
+};
+
+/* struct p2z_zone_state.flags */
+#define P2Z_ZONE_F_RDONLY (1U << 0) /* writes refused: zone read-only */
+#define P2Z_ZONE_F_OFFLINE (1U << 1) /* all access refused, size 0 */
+#define P2Z_ZONE_F_OPEN (1U << 2) /* explicitly opened by the table */
+
+/**
+ * struct p2z_zone_state - snapshot of one zone
+ * @zidx: zone index on the device
+ * @type: enum p2z_zone_type
+ * @cond: enum p2z_zone_cond, the device's condition as last seen
+ * @flags: P2Z_ZONE_F_* (read-only and offline also result from errors=)
+ * @wr_refs: writers holding an explicit-open reference
+ * @start_bytes: native byte offset of the zone on the device
+ * @cap_bytes: zone capacity
+ * @wp_bytes: the device's write pointer, from the zone start (capacity for
+ *	      a full zone, 0 for conventional zones)
+ * @size_bytes: file size: @wp_bytes for sequential zones, @cap_bytes for
+ *		conventional zones, 0 for offline zones and for sequential
+ *		zones found read-only at mount
+ */
+struct p2z_zone_state {
+	uint64_t zidx;
+	uint8_t type;
+	uint8_t cond;
+	unsigned int flags;
+	unsigned int wr_refs;
+	uint64_t start_bytes;
+	uint64_t cap_bytes;
+	uint64_t wp_bytes;
+	uint64_t size_bytes;
+};
+
+/**
+ * struct p2z_zone_usage - table-wide counters
+ * @cap_bytes: sum of the capacities of all zones
+ * @used_bytes: sum of the file sizes of all zones
+ * @nr_active: sequential zones partially written or explicitly open
+ * @nr_exp_open: zones held explicitly open (explicit-open option)
+ */
+struct p2z_zone_usage {
+	uint64_t cap_bytes;
+	uint64_t used_bytes;
+	uint64_t nr_active;
+	uint64_t nr_exp_open;
+};
+
+struct p2z_zone;
+struct p2z_zone_table_priv;
+
+/**
+ * struct p2z_zone_table - all zones of one device
+ * @dev: the device (not owned)
+ * @geom: its geometry
+ * @opts: options given to p2z_zone_table_open()
+ * @nr_seq: number of sequential zones
+ * @nr_cnv: number of conventional zones
+ * @seq_zidx: zone index of each sequential zone, in device order
+ * @cnv_zidx: zone index of each conventional zone, in device order
+ * @zones: per-zone state, private to zone.c
+ * @priv: table-wide counters, private to zone.c
+ *
+ * All fields are constant after p2z_zone_table_open(); read them directly.
+ */
+struct p2z_zone_table {
+	struct p2z_dev *dev;
+	struct p2z_geom geom;
+	struct p2z_zone_opts opts;
+	uint64_t nr_seq;
+	uint64_t nr_cnv;
+	uint64_t *seq_zidx;
+	uint64_t *cnv_zidx;
+	struct p2z_zone *zones;
+	struct p2z_zone_table_priv *priv;
+};
+
+/* zone.c: the table */
+
+/**
+ * p2z_zone_table_open() - read the zone table of a device
+ * @dev: open device; must outlive the table
+ * @opts: options
+ * @ztp: result
+ *
+ * Reports every zone once. Writes no data: unless @opts->rdonly, zones left
+ * explicitly open (by a crash) are closed, or reset if nothing was written
+ * to them, so that open-zone accounting starts from zero as in zonefs.
+ * Zones found offline get size 0 and refuse all access; sequential zones
+ * found read-only get size 0 too (their write pointer is not valid, as
+ * zonefs reasons) and refuse writes.
+ *
+ * Return: 0, -ENOMEM, -EIO for an inconsistent report, or the device's
+ * -errno (a one-line reason is logged).
+ */
+int p2z_zone_table_open(struct p2z_dev *dev, const struct p2z_zone_opts *opts,
+			struct p2z_zone_table **ztp);
+
+/**
+ * p2z_zone_table_close() - free a zone table
+ * @zt: table, may be NULL
+ *
+ * Closes zones still held explicitly open. Does not close the device.
+ */
+void p2z_zone_table_close(struct p2z_zone_table *zt);
+
+/**
+ * p2z_zone_table_is_rdonly() - whether the table refuses all writes
+ * @zt: table
+ *
+ * Return: true if opened read-only or switched read-only by
+ * errors=remount-ro after an I/O error.
+ */
+bool p2z_zone_table_is_rdonly(struct p2z_zone_table *zt);
+
+/**
+ * p2z_zone_table_usage() - table-wide counters
+ * @zt: table
+ * @u: result
+ */
+void p2z_zone_table_usage(struct p2z_zone_table *zt, struct p2z_zone_usage *u);
+
+/**
+ * p2z_zone_table_flush() - flush the device's write cache
+ * @zt: table
+ *
+ * For writers that address no single zone (the po2 view).
+ *
+ * Return: 0 or -EIO.
+ */
+int p2z_zone_table_flush(struct p2z_zone_table *zt);
+
+/* zone.c: one zone */
+
+/**
+ * p2z_zone_get_state() - snapshot of a zone
+ * @zt: table
+ * @zidx: zone index, < geom.nr_zones
+ * @refresh: first re-read the zone's condition from the device (the device
+ *	     may close implicitly open zones on its own); the cached write
+ *	     pointer stays authoritative
+ * @st: result
+ *
+ * Return: 0, or -EINVAL for a bad @zidx.
+ */
+int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
+		       struct p2z_zone_state *st);
+
+/**
+ * p2z_zone_read() - read from a zone, never past its write pointer
+ * @zt: table
+ * @zidx: zone index
+ * @buf: destination, aligned to P2Z_ZONE_BUF_ALIGN
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: offset in the zone, a multiple of the LBA size
+ *
+ * Reads stop at the file size; bytes between the end of written data and
+ * the file size (a zone finished during this mount) are zeros supplied
+ * here, not read from the device.
+ *
+ * Return: bytes read (0 at or past the file size), -EINVAL for unaligned
+ * @ofs or @len, -EPERM for an offline zone, -EIO after a device error
+ * (the errors= policy has been applied).
+ */
+ssize_t p2z_zone_read(struct p2z_zone_table *zt, uint64_t zidx, void *buf,
+		      size_t len, uint64_t ofs);
+
+/**
+ * p2z_zone_write() - write to a zone
+ * @zt: table
+ * @zidx: zone index
+ * @buf: source, aligned to P2Z_ZONE_BUF_ALIGN
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: offset in the zone; for sequential zones it must equal the write
+ *	 pointer unless @append
+ * @append: write at the write pointer whatever @ofs says (O_APPEND); for
+ *	    conventional zones this means at the capacity, hence -EFBIG
+ *
+ * Sequential zones: written with zone append when the device has a zone
+ * append limit (the LBA it reports is checked), else at the write pointer.
+ * The data is on the device when this returns.
+ *
+ * Return: bytes written (short if the write crosses the capacity), or
+ * -EPERM (zone read-only or offline), -EROFS (table read-only), -EFBIG
+ * (at or past the capacity), -EINVAL (unaligned, or not at the write
+ * pointer), -ETOOMANYREFS / -EOVERFLOW (device out of open / active zone
+ * resources: nothing written, no error policy), -EIO (device error; the
+ * errors= policy has been applied).
+ */
+ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
+		       const void *buf, size_t len, uint64_t ofs, bool append);
+
+/**
+ * p2z_zone_truncate() - truncate a sequential zone's file
+ * @zt: table
+ * @zidx: zone index
+ * @size: 0 resets the zone, its capacity finishes it; the current size is
+ *	  a no-op only if it is one of those two
+ *
+ * Return: 0, -EROFS (table read-only), -EPERM (conventional zone, zone
+ * read-only or offline, or any other size), -EIO (device error).
+ */
+int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size);
+
+/**
+ * p2z_zone_reset() - reset a sequential zone (truncate to 0)
+ * @zt: table
+ * @zidx: zone index
+ *
+ * Return: as p2z_zone_truncate().
+ */
+int p2z_zone_reset(struct p2z_zone_table *zt, uint64_t zidx);
+
+/**
+ * p2z_zone_finish() - finish a sequential zone (truncate to capacity)
+ * @zt: table
+ * @zidx: zone index
+ *
+ * Return: as p2z_zone_truncate().
+ */
+int p2z_zone_finish(struct p2z_zone_table *zt, uint64_t zidx);
+
+/**
+ * p2z_zone_get_write() - take a writer reference (a file opened for write)
+ * @zt: table
+ * @zidx: zone index
+ *
+ * With the explicit-open option, the first reference to a sequential zone
+ * explicitly opens it (unless full). Without it, or for conventional zones,
+ * this only checks that writes are possible.
+ *
+ * Return: 0, -EROFS (table read-only), -EPERM (zone read-only or offline),
+ * -EBUSY (as many zones as the device can keep open are already held
+ * open), or the device's -errno for the open.
+ */
+int p2z_zone_get_write(struct p2z_zone_table *zt, uint64_t zidx);
+
+/**
+ * p2z_zone_put_write() - drop a reference taken by p2z_zone_get_write()
+ * @zt: table
+ * @zidx: zone index
+ *
+ * The last reference to an explicitly opened zone closes it (or resets it
+ * if nothing was written, so that it does not stay active, as zonefs
+ * does). A failed close makes the table read-only.
+ */
+void p2z_zone_put_write(struct p2z_zone_table *zt, uint64_t zidx);
+
+/**
+ * p2z_zone_flush() - make a zone's written data durable
+ * @zt: table
+ * @zidx: zone index
+ *
+ * Return: 0, -EPERM (zone read-only or offline, as zonefs' fsync), -EIO.
+ */
+int p2z_zone_flush(struct p2z_zone_table *zt, uint64_t zidx);
+
+/* Buffers passed to p2z_zone_read()/p2z_zone_write() are aligned to this. */
+#define P2Z_ZONE_BUF_ALIGN 4096
+
+#endif /* PO2ZFS_ZONE_H */

@@ -1,0 +1,985 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Zone table: cached write pointer, condition and capacity of every zone,
+ * the operations the filesystem performs on zones, and the errors= policy
+ * applied after an I/O error. Modelled on Linux zonefs (fs/zonefs/super.c
+ * and file.c); the lock order is documented in po2zfs/zone.h.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "po2zfs/log.h"
+#include "po2zfs/zone.h"
+
+/* Zones per report_zones call at mount. */
+#define P2Z_REPORT_BATCH 1024U
+
+struct p2z_zone {
+	pthread_mutex_t wr_lock;
+	pthread_rwlock_t io_lock;
+	pthread_mutex_t lock;
+	uint64_t start_bytes; /* constant */
+	uint64_t cap_bytes; /* constant */
+	uint8_t type; /* constant */
+	uint8_t cond; /* guarded by lock */
+	bool active; /* guarded by lock: counted in nr_active */
+	unsigned int flags; /* guarded by lock */
+	unsigned int wr_refs; /* guarded by wr_lock */
+	uint64_t wp_bytes; /* guarded by lock */
+	uint64_t size_bytes; /* guarded by lock */
+	/*
+	 * End of the data really written, <= size_bytes; guarded by lock.
+	 * Smaller than the size only for a zone finished during this mount:
+	 * the rest reads as zeros without asking the device.
+	 */
+	uint64_t data_bytes;
+};
+
+struct p2z_zone_table_priv {
+	atomic_bool rdonly;
+	atomic_uint_fast64_t used_bytes;
+	atomic_uint_fast64_t nr_active;
+	atomic_uint_fast64_t nr_exp_open;
+	uint64_t cap_bytes;
+	uint32_t max_exp_open; /* 0: explicit-open off */
+	bool use_append;
+};
+
+static struct p2z_zone *p2z_zone_of(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	if (zidx >= zt->geom.nr_zones)
+		return NULL;
+	return &zt->zones[zidx];
+}
+
+static bool p2z_zone_is_seq(const struct p2z_zone *z)
+{
+	return z->type == P2Z_ZONE_TYPE_SEQ;
+}
+
+static bool p2z_zone_is_aligned(const struct p2z_zone_table *zt, uint64_t v)
+{
+	return (v & (zt->geom.lba_bytes - 1)) == 0;
+}
+
+/*
+ * Errors that say nothing about the zone's health: resources of the device
+ * or of this process. They are returned as they are, without the errors=
+ * policy.
+ */
+static bool p2z_zone_err_is_io(int err)
+{
+	return err != -ENOMEM && err != -ETOOMANYREFS && err != -EOVERFLOW &&
+	       err != -EINTR && err != -EAGAIN;
+}
+
+static void p2z_zone_set_rdonly(struct p2z_zone_table *zt, const char *why)
+{
+	if (!atomic_exchange(&zt->priv->rdonly, true))
+		p2z_log(LOG_WARNING, "%s: filesystem switched to read-only",
+			why);
+}
+
+/* Keep nr_active in step with the zone; z->lock held. */
+static void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
+{
+	bool active = p2z_zone_is_seq(z) &&
+		      !(z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE)) &&
+		      ((z->flags & P2Z_ZONE_F_OPEN) ||
+		       (z->wp_bytes > 0 && z->wp_bytes < z->cap_bytes));
+
+	if (active == z->active)
+		return;
+	if (active)
+		atomic_fetch_add(&zt->priv->nr_active, 1);
+	else
+		atomic_fetch_sub(&zt->priv->nr_active, 1);
+	z->active = active;
+}
+
+/* Change the file size and the usage counter; z->lock held. */
+static void __p2z_zone_set_size(struct p2z_zone_table *zt, struct p2z_zone *z,
+				uint64_t size)
+{
+	/* Unsigned wrap-around makes this a subtraction when shrinking. */
+	atomic_fetch_add(&zt->priv->used_bytes, size - z->size_bytes);
+	z->size_bytes = size;
+}
+
+/*
+ * The device's write pointer as an offset in the zone, within [0, cap]. Not
+ * valid for read-only and offline zones on ZNS: shown, never used as a size.
+ */
+static uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
+				 const struct p2z_zone *z,
+				 const struct p2z_zone_info *zi)
+{
+	uint64_t start = z->start_bytes / zt->geom.lba_bytes;
+
+	if (!p2z_zone_is_seq(z))
+		return 0;
+	if (zi->cond == P2Z_ZONE_COND_FULL)
+		return z->cap_bytes;
+	if (zi->wp_lba < start)
+		return 0;
+	if ((zi->wp_lba - start) * zt->geom.lba_bytes > z->cap_bytes)
+		return z->cap_bytes;
+	return (zi->wp_lba - start) * zt->geom.lba_bytes;
+}
+
+/*
+ * Apply the errors= policy to a zone whose state was just re-read from the
+ * device (zonefs_io_error_cb()). z->lock held.
+ */
+static void __p2z_zone_apply_error(struct p2z_zone_table *zt,
+				   struct p2z_zone *z, uint64_t zidx,
+				   const struct p2z_zone_info *zi, bool write)
+{
+	enum p2z_errors errors = zt->opts.errors;
+	uint64_t wp = p2z_zone_info_wp(zt, z, zi);
+	uint64_t data_size;
+
+	switch (zi->cond) {
+	case P2Z_ZONE_COND_OFFLINE:
+		data_size = 0;
+		break;
+	case P2Z_ZONE_COND_READONLY:
+		/* The write pointer of a read-only zone is not valid. */
+		data_size = z->size_bytes;
+		wp = z->wp_bytes;
+		break;
+	default:
+		data_size = p2z_zone_is_seq(z) ? wp : z->cap_bytes;
+		break;
+	}
+
+	/* A read error on a healthy, consistent zone changes nothing. */
+	if (zi->cond != P2Z_ZONE_COND_OFFLINE &&
+	    zi->cond != P2Z_ZONE_COND_READONLY && !write &&
+	    z->size_bytes == data_size) {
+		z->cond = zi->cond;
+		return;
+	}
+
+	if (p2z_zone_is_seq(z) && z->size_bytes != data_size)
+		p2z_log(LOG_WARNING,
+			"zone %" PRIu64 ": size %" PRIu64
+			", the device has %" PRIu64,
+			zidx, z->size_bytes, data_size);
+
+	if (zi->cond == P2Z_ZONE_COND_READONLY)
+		z->flags |= P2Z_ZONE_F_RDONLY;
+	if (zi->cond == P2Z_ZONE_COND_OFFLINE ||
+	    errors == P2Z_ERRORS_ZONE_OFFLINE) {
+		p2z_log(LOG_WARNING,
+			"zone %" PRIu64 ": read/write access disabled", zidx);
+		z->flags |= P2Z_ZONE_F_OFFLINE;
+		data_size = 0;
+	} else if (zi->cond == P2Z_ZONE_COND_READONLY ||
+		   errors == P2Z_ERRORS_ZONE_RO) {
+		p2z_log(LOG_WARNING, "zone %" PRIu64 ": write access disabled",
+			zidx);
+		z->flags |= P2Z_ZONE_F_RDONLY;
+	}
+	/* A bad zone is no longer open: do not close it on the last close. */
+	if (z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE))
+		z->flags &= ~P2Z_ZONE_F_OPEN;
+	if (errors == P2Z_ERRORS_REMOUNT_RO)
+		p2z_zone_set_rdonly(zt, "I/O error");
+
+	if (data_size <= z->data_bytes)
+		z->data_bytes = data_size;
+	else if (!(zi->cond == P2Z_ZONE_COND_FULL &&
+		   z->size_bytes == z->cap_bytes))
+		z->data_bytes = data_size;
+	__p2z_zone_set_size(zt, z, data_size);
+	z->wp_bytes = wp;
+	z->cond = zi->cond;
+	__p2z_zone_account(zt, z);
+}
+
+/*
+ * Re-read a zone after an I/O error and apply the errors= policy
+ * (__zonefs_io_error()). The caller holds z->wr_lock; readers are drained
+ * first since the write pointer may move back.
+ */
+static void __p2z_zone_io_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+				uint64_t zidx, bool write)
+{
+	struct p2z_zone_info zi;
+	int ret;
+
+	pthread_rwlock_wrlock(&z->io_lock);
+	ret = p2z_dev_report_zones(zt->dev, zidx, 1, &zi);
+	pthread_mutex_lock(&z->lock);
+	if (ret == 1 && zi.start_lba * zt->geom.lba_bytes == z->start_bytes) {
+		__p2z_zone_apply_error(zt, z, zidx, &zi, write);
+	} else {
+		p2z_log(LOG_ERR,
+			"zone %" PRIu64
+			": cannot read its state after an I/O error (%d)",
+			zidx, ret < 0 ? ret : -EIO);
+		if (zt->opts.errors == P2Z_ERRORS_REMOUNT_RO)
+			p2z_zone_set_rdonly(zt, "I/O error");
+	}
+	pthread_mutex_unlock(&z->lock);
+	pthread_rwlock_unlock(&z->io_lock);
+}
+
+static void p2z_zone_io_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+			      uint64_t zidx, bool write)
+{
+	pthread_mutex_lock(&z->wr_lock);
+	__p2z_zone_io_error(zt, z, zidx, write);
+	pthread_mutex_unlock(&z->wr_lock);
+}
+
+static int p2z_zone_init_locks(struct p2z_zone *z)
+{
+	pthread_rwlockattr_t attr;
+	int ret;
+
+	ret = pthread_rwlockattr_init(&attr);
+	if (ret)
+		return -ret;
+	/* A reset waiting for readers must not be starved by new ones. */
+	pthread_rwlockattr_setkind_np(
+		&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+	ret = pthread_rwlock_init(&z->io_lock, &attr);
+	pthread_rwlockattr_destroy(&attr);
+	if (ret)
+		return -ret;
+	ret = pthread_mutex_init(&z->wr_lock, NULL);
+	if (ret)
+		goto out_destroy_io_lock;
+	ret = pthread_mutex_init(&z->lock, NULL);
+	if (ret)
+		goto out_destroy_wr_lock;
+	return 0;
+
+out_destroy_wr_lock:
+	pthread_mutex_destroy(&z->wr_lock);
+out_destroy_io_lock:
+	pthread_rwlock_destroy(&z->io_lock);
+	return -ret;
+}
+
+static void p2z_zone_exit_locks(struct p2z_zone *z)
+{
+	pthread_mutex_destroy(&z->lock);
+	pthread_mutex_destroy(&z->wr_lock);
+	pthread_rwlock_destroy(&z->io_lock);
+}
+
+/* Set up one zone from its report at mount (zonefs_check_zone_condition()). */
+static int p2z_zone_init_one(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     uint64_t zidx, const struct p2z_zone_info *zi)
+{
+	const struct p2z_geom *g = &zt->geom;
+	uint64_t start = p2z_geom_zone_start(g, zidx);
+
+	if (zi->start_lba != start || !zi->cap_lba ||
+	    zi->cap_lba > g->zone_lba ||
+	    (zi->type != P2Z_ZONE_TYPE_SEQ && zi->type != P2Z_ZONE_TYPE_CNV)) {
+		p2z_log(LOG_ERR,
+			"zone %" PRIu64 ": inconsistent report (start %" PRIu64
+			", capacity %" PRIu64 ", type %u)",
+			zidx, zi->start_lba, zi->cap_lba, zi->type);
+		return -EIO;
+	}
+	z->type = zi->type;
+	z->cond = zi->cond;
+	z->start_bytes = start * g->lba_bytes;
+	z->cap_bytes = zi->cap_lba * g->lba_bytes;
+	if (p2z_zone_is_seq(z) && zi->cond != P2Z_ZONE_COND_READONLY &&
+	    zi->cond != P2Z_ZONE_COND_OFFLINE &&
+	    zi->cond != P2Z_ZONE_COND_FULL &&
+	    (zi->wp_lba < start || zi->wp_lba - start > zi->cap_lba)) {
+		p2z_log(LOG_ERR,
+			"zone %" PRIu64 ": write pointer %" PRIu64
+			" outside the zone",
+			zidx, zi->wp_lba);
+		return -EIO;
+	}
+	z->wp_bytes = p2z_zone_info_wp(zt, z, zi);
+	z->size_bytes = p2z_zone_is_seq(z) ? z->wp_bytes : z->cap_bytes;
+	if (zi->cond == P2Z_ZONE_COND_READONLY) {
+		/*
+		 * The write pointer of a read-only zone is not valid (ZNS), so
+		 * the amount of data is unknown: size 0, as zonefs does. The
+		 * file stays, read-only.
+		 */
+		p2z_log(LOG_WARNING, "zone %" PRIu64 ": read-only zone", zidx);
+		z->flags |= P2Z_ZONE_F_RDONLY;
+		if (p2z_zone_is_seq(z))
+			z->size_bytes = 0;
+	} else if (zi->cond == P2Z_ZONE_COND_OFFLINE) {
+		p2z_log(LOG_WARNING, "zone %" PRIu64 ": offline zone", zidx);
+		z->flags |= P2Z_ZONE_F_OFFLINE;
+		z->size_bytes = 0;
+	}
+	z->data_bytes = z->size_bytes;
+	atomic_fetch_add(&zt->priv->used_bytes, z->size_bytes);
+	zt->priv->cap_bytes += z->cap_bytes;
+	__p2z_zone_account(zt, z);
+	return 0;
+}
+
+/*
+ * A zone left explicitly open by an earlier run: close it so that explicit
+ * open accounting starts at zero (zonefs does the same at mount). Closing
+ * an unwritten zone would leave it active on ZNS, so reset it instead.
+ */
+static int p2z_zone_close_stale(struct p2z_zone_table *zt, struct p2z_zone *z,
+				uint64_t zidx)
+{
+	enum p2z_zone_op op = z->wp_bytes ? P2Z_ZONE_OP_CLOSE :
+					    P2Z_ZONE_OP_RESET;
+	int ret;
+
+	ret = p2z_dev_zone_mgmt(zt->dev, zidx, op);
+	if (ret) {
+		p2z_log(LOG_ERR, "zone %" PRIu64 ": closing failed (%d)", zidx,
+			ret);
+		return ret;
+	}
+	z->cond = z->wp_bytes ? P2Z_ZONE_COND_CLOSED : P2Z_ZONE_COND_EMPTY;
+	__p2z_zone_account(zt, z);
+	return 0;
+}
+
+static int p2z_zone_table_report(struct p2z_zone_table *zt)
+{
+	uint64_t nr_zones = zt->geom.nr_zones;
+	struct p2z_zone_info *zi;
+	uint64_t zidx = 0;
+	int ret = 0;
+
+	zi = calloc(P2Z_REPORT_BATCH, sizeof(*zi));
+	if (!zi)
+		return -ENOMEM;
+	while (zidx < nr_zones) {
+		unsigned int nr = nr_zones - zidx < P2Z_REPORT_BATCH ?
+					  (unsigned int)(nr_zones - zidx) :
+					  P2Z_REPORT_BATCH;
+		int i, n;
+
+		n = p2z_dev_report_zones(zt->dev, zidx, nr, zi);
+		if (n <= 0 || (unsigned int)n > nr) {
+			ret = n < 0 ? n : -EIO;
+			p2z_log(LOG_ERR,
+				"reporting zones from %" PRIu64 " failed (%d)",
+				zidx, ret);
+			break;
+		}
+		for (i = 0; i < n && !ret; i++)
+			ret = p2z_zone_init_one(zt, &zt->zones[zidx + i],
+						zidx + i, &zi[i]);
+		if (ret)
+			break;
+		zidx += n;
+	}
+	free(zi);
+	return ret;
+}
+
+/* Index the zones by type and close stale explicitly open zones. */
+static int p2z_zone_table_index(struct p2z_zone_table *zt)
+{
+	uint64_t zidx;
+	int ret;
+
+	for (zidx = 0; zidx < zt->geom.nr_zones; zidx++)
+		if (p2z_zone_is_seq(&zt->zones[zidx]))
+			zt->nr_seq++;
+	zt->nr_cnv = zt->geom.nr_zones - zt->nr_seq;
+	zt->seq_zidx = calloc(zt->nr_seq ? zt->nr_seq : 1, sizeof(uint64_t));
+	zt->cnv_zidx = calloc(zt->nr_cnv ? zt->nr_cnv : 1, sizeof(uint64_t));
+	if (!zt->seq_zidx || !zt->cnv_zidx)
+		return -ENOMEM;
+	zt->nr_seq = 0;
+	zt->nr_cnv = 0;
+	for (zidx = 0; zidx < zt->geom.nr_zones; zidx++) {
+		struct p2z_zone *z = &zt->zones[zidx];
+
+		if (!p2z_zone_is_seq(z)) {
+			zt->cnv_zidx[zt->nr_cnv++] = zidx;
+			continue;
+		}
+		zt->seq_zidx[zt->nr_seq++] = zidx;
+		if (z->cond == P2Z_ZONE_COND_EXP_OPEN && !zt->opts.rdonly) {
+			ret = p2z_zone_close_stale(zt, z, zidx);
+			if (ret)
+				return ret;
+		}
+	}
+	return 0;
+}
+
+static void p2z_zone_table_setup(struct p2z_zone_table *zt)
+{
+	const struct p2z_dev_info *info = &zt->dev->info;
+
+	atomic_init(&zt->priv->rdonly, zt->opts.rdonly);
+	atomic_init(&zt->priv->used_bytes, 0);
+	atomic_init(&zt->priv->nr_active, 0);
+	atomic_init(&zt->priv->nr_exp_open, 0);
+	zt->priv->use_append = !zt->opts.no_append && info->max_append_bytes &&
+			       zt->dev->ops->append;
+	if (zt->opts.explicit_open && !info->max_open)
+		p2z_log(LOG_NOTICE,
+			"the device has no open zone limit: explicit-open ignored");
+	zt->priv->max_exp_open = zt->opts.explicit_open ? info->max_open : 0;
+}
+
+int p2z_zone_table_open(struct p2z_dev *dev, const struct p2z_zone_opts *opts,
+			struct p2z_zone_table **ztp)
+{
+	struct p2z_zone_table *zt;
+	uint64_t zidx;
+	int ret;
+
+	zt = calloc(1, sizeof(*zt));
+	if (!zt)
+		return -ENOMEM;
+	zt->dev = dev;
+	zt->opts = *opts;
+	ret = p2z_geom_init(&zt->geom, dev->info.lba_bytes, dev->info.zone_lba,
+			    dev->info.nr_zones);
+	if (ret) {
+		p2z_log(LOG_ERR, "%s: unusable geometry (%d)", dev->path, ret);
+		free(zt);
+		return ret;
+	}
+	zt->priv = calloc(1, sizeof(*zt->priv));
+	zt->zones = calloc(zt->geom.nr_zones, sizeof(*zt->zones));
+	if (!zt->priv || !zt->zones) {
+		free(zt->zones);
+		free(zt->priv);
+		free(zt);
+		return -ENOMEM;
+	}
+	p2z_zone_table_setup(zt);
+	for (zidx = 0; zidx < zt->geom.nr_zones; zidx++) {
+		ret = p2z_zone_init_locks(&zt->zones[zidx]);
+		if (ret)
+			goto out_exit_locks;
+	}
+	ret = p2z_zone_table_report(zt);
+	if (!ret)
+		ret = p2z_zone_table_index(zt);
+	if (ret)
+		goto out_exit_locks;
+	*ztp = zt;
+	return 0;
+
+out_exit_locks:
+	while (zidx--)
+		p2z_zone_exit_locks(&zt->zones[zidx]);
+	free(zt->seq_zidx);
+	free(zt->cnv_zidx);
+	free(zt->zones);
+	free(zt->priv);
+	free(zt);
+	return ret;
+}
+
+void p2z_zone_table_close(struct p2z_zone_table *zt)
+{
+	uint64_t zidx;
+
+	if (!zt)
+		return;
+	for (zidx = 0; zidx < zt->geom.nr_zones; zidx++) {
+		struct p2z_zone *z = &zt->zones[zidx];
+
+		/* Files still open for write at unmount: close their zones. */
+		while (z->wr_refs)
+			p2z_zone_put_write(zt, zidx);
+		p2z_zone_exit_locks(z);
+	}
+	free(zt->seq_zidx);
+	free(zt->cnv_zidx);
+	free(zt->zones);
+	free(zt->priv);
+	free(zt);
+}
+
+bool p2z_zone_table_is_rdonly(struct p2z_zone_table *zt)
+{
+	return atomic_load(&zt->priv->rdonly);
+}
+
+void p2z_zone_table_usage(struct p2z_zone_table *zt, struct p2z_zone_usage *u)
+{
+	u->cap_bytes = zt->priv->cap_bytes;
+	u->used_bytes = atomic_load(&zt->priv->used_bytes);
+	u->nr_active = atomic_load(&zt->priv->nr_active);
+	u->nr_exp_open = atomic_load(&zt->priv->nr_exp_open);
+}
+
+int p2z_zone_table_flush(struct p2z_zone_table *zt)
+{
+	int ret = p2z_dev_flush(zt->dev);
+
+	if (ret) {
+		p2z_log(LOG_ERR, "device flush failed (%d)", ret);
+		return -EIO;
+	}
+	return 0;
+}
+
+int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
+		       struct p2z_zone_state *st)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+	struct p2z_zone_info zi;
+
+	if (!z)
+		return -EINVAL;
+	pthread_mutex_lock(&z->lock);
+	if (refresh && p2z_dev_report_zones(zt->dev, zidx, 1, &zi) == 1)
+		z->cond = zi.cond;
+	st->zidx = zidx;
+	st->type = z->type;
+	st->cond = z->cond;
+	st->flags = z->flags;
+	st->start_bytes = z->start_bytes;
+	st->cap_bytes = z->cap_bytes;
+	st->wp_bytes = z->wp_bytes;
+	st->size_bytes = z->size_bytes;
+	pthread_mutex_unlock(&z->lock);
+	/* Racy by nature: a hint for xattrs, exact when nobody opens. */
+	st->wr_refs = __atomic_load_n(&z->wr_refs, __ATOMIC_RELAXED);
+	return 0;
+}
+
+ssize_t p2z_zone_read(struct p2z_zone_table *zt, uint64_t zidx, void *buf,
+		      size_t len, uint64_t ofs)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+	uint64_t size, data, n, dn;
+	ssize_t ret = 0;
+
+	if (!z || !p2z_zone_is_aligned(zt, ofs) ||
+	    !p2z_zone_is_aligned(zt, len))
+		return -EINVAL;
+	pthread_rwlock_rdlock(&z->io_lock);
+	pthread_mutex_lock(&z->lock);
+	size = z->size_bytes;
+	data = z->data_bytes;
+	if (z->flags & P2Z_ZONE_F_OFFLINE)
+		ret = -EPERM;
+	pthread_mutex_unlock(&z->lock);
+	if (ret || ofs >= size || !len)
+		goto out_unlock;
+	n = size - ofs < len ? size - ofs : len;
+	dn = ofs >= data ? 0 : (data - ofs < n ? data - ofs : n);
+	if (dn) {
+		ret = p2z_dev_pread(zt->dev, buf, dn, z->start_bytes + ofs);
+		if (ret >= 0 && (uint64_t)ret != dn)
+			ret = -EIO;
+		if (ret < 0)
+			goto out_unlock;
+	}
+	memset((char *)buf + dn, 0, n - dn);
+	ret = n;
+out_unlock:
+	pthread_rwlock_unlock(&z->io_lock);
+	if (ret < 0 && ret != -EPERM && p2z_zone_err_is_io(ret)) {
+		p2z_log(LOG_ERR,
+			"zone %" PRIu64 ": read at %" PRIu64 " failed (%zd)",
+			zidx, ofs, ret);
+		p2z_zone_io_error(zt, z, zidx, false);
+		ret = -EIO;
+	}
+	return ret;
+}
+
+/*
+ * Checks of a write, in zonefs' order (zonefs_file_write_iter() then
+ * zonefs_file_dio_write()). Sets *ofs for appends and cuts *len at the
+ * capacity. z->lock held.
+ */
+static int __p2z_zone_write_check(struct p2z_zone_table *zt, struct p2z_zone *z,
+				  uint64_t *ofs, size_t *len, bool append)
+{
+	if (z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE))
+		return -EPERM;
+	if (p2z_zone_table_is_rdonly(zt))
+		return -EROFS;
+	if (append)
+		*ofs = z->size_bytes;
+	if (*ofs >= z->cap_bytes)
+		return -EFBIG;
+	if (!p2z_zone_is_aligned(zt, *ofs) || !p2z_zone_is_aligned(zt, *len))
+		return -EINVAL;
+	if (p2z_zone_is_seq(z) && *ofs != z->wp_bytes)
+		return -EINVAL;
+	if (*len > z->cap_bytes - *ofs)
+		*len = z->cap_bytes - *ofs;
+	return 0;
+}
+
+/* The write pointer moved by n bytes; z->lock held. */
+static void __p2z_zone_advance(struct p2z_zone_table *zt, struct p2z_zone *z,
+			       uint64_t n)
+{
+	z->wp_bytes += n;
+	z->data_bytes = z->wp_bytes;
+	__p2z_zone_set_size(zt, z, z->wp_bytes);
+	if (z->wp_bytes == z->cap_bytes) {
+		/* A full zone is neither open nor active any more. */
+		z->cond = P2Z_ZONE_COND_FULL;
+		z->flags &= ~P2Z_ZONE_F_OPEN;
+	} else if (z->cond != P2Z_ZONE_COND_EXP_OPEN) {
+		z->cond = P2Z_ZONE_COND_IMP_OPEN;
+	}
+	__p2z_zone_account(zt, z);
+}
+
+/*
+ * Write len bytes at the write pointer wp. With zone append the device
+ * chooses the LBA: it must be the one the table expects, else the cached
+ * write pointer was wrong (someone else wrote the zone) and *desync is set.
+ */
+static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
+				  uint64_t zidx, const void *buf, size_t len,
+				  uint64_t wp, bool *desync)
+{
+	uint64_t want = (z->start_bytes + wp) / zt->geom.lba_bytes;
+	uint64_t lba = want;
+	ssize_t n;
+
+	if (!zt->priv->use_append)
+		return p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + wp);
+	n = p2z_dev_append(zt->dev, zidx, buf, len, &lba);
+	if (n > 0 && lba != want) {
+		p2z_log(LOG_ERR,
+			"zone %" PRIu64 ": append landed at LBA %" PRIu64
+			", expected %" PRIu64,
+			zidx, lba, want);
+		*desync = true;
+	}
+	return n;
+}
+
+static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
+				  uint64_t zidx, const void *buf, size_t len,
+				  uint64_t ofs, bool append)
+{
+	bool desync = false;
+	ssize_t n;
+	int ret;
+
+	pthread_mutex_lock(&z->wr_lock);
+	pthread_mutex_lock(&z->lock);
+	ret = __p2z_zone_write_check(zt, z, &ofs, &len, append);
+	pthread_mutex_unlock(&z->lock);
+	if (ret || !len) {
+		n = ret;
+		goto out_unlock;
+	}
+	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, &desync);
+	if (n > 0 && !desync) {
+		pthread_mutex_lock(&z->lock);
+		__p2z_zone_advance(zt, z, n);
+		pthread_mutex_unlock(&z->lock);
+	}
+	if (n == (ssize_t)len && !desync)
+		goto out_unlock;
+	if (n < 0 && !p2z_zone_err_is_io(n))
+		goto out_unlock;
+	p2z_log(LOG_ERR,
+		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
+		" failed (%zd)",
+		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
+	__p2z_zone_io_error(zt, z, zidx, true);
+	if (n <= 0 || desync)
+		n = -EIO;
+out_unlock:
+	pthread_mutex_unlock(&z->wr_lock);
+	return n;
+}
+
+static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
+				  uint64_t zidx, const void *buf, size_t len,
+				  uint64_t ofs, bool append)
+{
+	ssize_t n;
+	int ret;
+
+	pthread_mutex_lock(&z->lock);
+	ret = __p2z_zone_write_check(zt, z, &ofs, &len, append);
+	pthread_mutex_unlock(&z->lock);
+	if (ret || !len)
+		return ret;
+	n = p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + ofs);
+	if (n == (ssize_t)len || (n < 0 && !p2z_zone_err_is_io(n)))
+		return n;
+	p2z_log(LOG_ERR,
+		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
+		" failed (%zd)",
+		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
+	p2z_zone_io_error(zt, z, zidx, true);
+	return n > 0 ? n : -EIO;
+}
+
+ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
+		       const void *buf, size_t len, uint64_t ofs, bool append)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+
+	if (!z)
+		return -EINVAL;
+	if (p2z_zone_is_seq(z))
+		return p2z_zone_write_seq(zt, z, zidx, buf, len, ofs, append);
+	return p2z_zone_write_cnv(zt, z, zidx, buf, len, ofs, append);
+}
+
+/* Zone management on behalf of a file; z->wr_lock held. */
+static int __p2z_zone_mgmt(struct p2z_zone_table *zt, struct p2z_zone *z,
+			   uint64_t zidx, enum p2z_zone_op op)
+{
+	static const char *const names[] = {
+		[P2Z_ZONE_OP_RESET] = "reset",
+		[P2Z_ZONE_OP_OPEN] = "open",
+		[P2Z_ZONE_OP_CLOSE] = "close",
+		[P2Z_ZONE_OP_FINISH] = "finish",
+	};
+	int ret = p2z_dev_zone_mgmt(zt->dev, zidx, op);
+
+	if (ret && p2z_zone_err_is_io(ret)) {
+		p2z_log(LOG_ERR, "zone %" PRIu64 ": %s failed (%d)", zidx,
+			names[op], ret);
+		__p2z_zone_io_error(zt, z, zidx, op != P2Z_ZONE_OP_CLOSE);
+		return -EIO;
+	}
+	return ret;
+}
+
+/* Reset or finish, with z->wr_lock and z->io_lock (write) held. */
+static int __p2z_zone_truncate(struct p2z_zone_table *zt, struct p2z_zone *z,
+			       uint64_t zidx, enum p2z_zone_op op)
+{
+	int ret = p2z_dev_zone_mgmt(zt->dev, zidx, op);
+
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&z->lock);
+	if (op == P2Z_ZONE_OP_RESET) {
+		z->wp_bytes = 0;
+		z->data_bytes = 0;
+		z->cond = P2Z_ZONE_COND_EMPTY;
+		__p2z_zone_set_size(zt, z, 0);
+	} else {
+		/* Data stays where it ends: the rest reads as zeros. */
+		z->wp_bytes = z->cap_bytes;
+		z->cond = P2Z_ZONE_COND_FULL;
+		z->flags &= ~P2Z_ZONE_F_OPEN;
+		__p2z_zone_set_size(zt, z, z->cap_bytes);
+	}
+	__p2z_zone_account(zt, z);
+	pthread_mutex_unlock(&z->lock);
+	return 0;
+}
+
+/* zonefs_file_truncate() */
+int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+	enum p2z_zone_op op;
+	bool reopen;
+	int ret = 0;
+
+	if (!z)
+		return -EINVAL;
+	if (p2z_zone_table_is_rdonly(zt))
+		return -EROFS;
+	pthread_mutex_lock(&z->wr_lock);
+	pthread_mutex_lock(&z->lock);
+	if (!p2z_zone_is_seq(z) ||
+	    (z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE)) ||
+	    (size && size != z->cap_bytes))
+		ret = -EPERM;
+	op = size ? P2Z_ZONE_OP_FINISH : P2Z_ZONE_OP_RESET;
+	/* Files still open for write keep an explicitly open zone. */
+	reopen = !size && z->wr_refs && zt->priv->max_exp_open;
+	if (size == z->size_bytes)
+		size = UINT64_MAX; /* nothing to do */
+	pthread_mutex_unlock(&z->lock);
+	if (ret || size == UINT64_MAX)
+		goto out_unlock;
+
+	pthread_rwlock_wrlock(&z->io_lock);
+	ret = __p2z_zone_truncate(zt, z, zidx, op);
+	pthread_rwlock_unlock(&z->io_lock);
+	if (ret) {
+		if (p2z_zone_err_is_io(ret)) {
+			p2z_log(LOG_ERR, "zone %" PRIu64 ": %s failed (%d)",
+				zidx, size ? "finish" : "reset", ret);
+			__p2z_zone_io_error(zt, z, zidx, true);
+			ret = -EIO;
+		}
+		goto out_unlock;
+	}
+	/* A reset zone is no longer open (zonefs_file_truncate()). */
+	if (reopen) {
+		ret = __p2z_zone_mgmt(zt, z, zidx, P2Z_ZONE_OP_OPEN);
+		pthread_mutex_lock(&z->lock);
+		if (ret) {
+			z->flags &= ~P2Z_ZONE_F_OPEN;
+		} else {
+			z->flags |= P2Z_ZONE_F_OPEN;
+			z->cond = P2Z_ZONE_COND_EXP_OPEN;
+		}
+		__p2z_zone_account(zt, z);
+		pthread_mutex_unlock(&z->lock);
+	}
+out_unlock:
+	pthread_mutex_unlock(&z->wr_lock);
+	return ret;
+}
+
+int p2z_zone_reset(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	return p2z_zone_truncate(zt, zidx, 0);
+}
+
+int p2z_zone_finish(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+
+	if (!z)
+		return -EINVAL;
+	return p2z_zone_truncate(zt, zidx, z->cap_bytes);
+}
+
+/* First explicit-open reference (zonefs_open_zone()); z->wr_lock held. */
+static int __p2z_zone_exp_open(struct p2z_zone_table *zt, struct p2z_zone *z,
+			       uint64_t zidx)
+{
+	bool full;
+	int ret;
+
+	if (atomic_fetch_add(&zt->priv->nr_exp_open, 1) >=
+	    zt->priv->max_exp_open) {
+		atomic_fetch_sub(&zt->priv->nr_exp_open, 1);
+		return -EBUSY;
+	}
+	pthread_mutex_lock(&z->lock);
+	full = z->size_bytes >= z->cap_bytes;
+	pthread_mutex_unlock(&z->lock);
+	if (full)
+		return 0;
+	ret = __p2z_zone_mgmt(zt, z, zidx, P2Z_ZONE_OP_OPEN);
+	if (ret) {
+		atomic_fetch_sub(&zt->priv->nr_exp_open, 1);
+		/* Out of device resources is "busy" for open(2). */
+		return ret == -ETOOMANYREFS || ret == -EOVERFLOW ? -EBUSY : ret;
+	}
+	pthread_mutex_lock(&z->lock);
+	z->flags |= P2Z_ZONE_F_OPEN;
+	z->cond = P2Z_ZONE_COND_EXP_OPEN;
+	__p2z_zone_account(zt, z);
+	pthread_mutex_unlock(&z->lock);
+	return 0;
+}
+
+int p2z_zone_get_write(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+	int ret = 0;
+
+	if (!z)
+		return -EINVAL;
+	if (p2z_zone_table_is_rdonly(zt))
+		return -EROFS;
+	pthread_mutex_lock(&z->wr_lock);
+	pthread_mutex_lock(&z->lock);
+	if (z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE))
+		ret = -EPERM;
+	pthread_mutex_unlock(&z->lock);
+	if (ret || !p2z_zone_is_seq(z) || !zt->priv->max_exp_open)
+		goto out_unlock;
+	if (!z->wr_refs)
+		ret = __p2z_zone_exp_open(zt, z, zidx);
+	if (!ret)
+		z->wr_refs++;
+out_unlock:
+	pthread_mutex_unlock(&z->wr_lock);
+	return ret;
+}
+
+/* Last explicit-open reference gone (zonefs_close_zone()); wr_lock held. */
+static void __p2z_zone_exp_close(struct p2z_zone_table *zt, struct p2z_zone *z,
+				 uint64_t zidx)
+{
+	bool open;
+	uint64_t wp;
+	int ret;
+
+	pthread_mutex_lock(&z->lock);
+	open = z->flags & P2Z_ZONE_F_OPEN;
+	wp = z->wp_bytes;
+	pthread_mutex_unlock(&z->lock);
+	if (open) {
+		/*
+		 * On ZNS, closing an explicitly open zone that was never
+		 * written leaves it closed, hence active, which can exhaust
+		 * the active zone limit: reset it instead (as zonefs does).
+		 */
+		ret = __p2z_zone_mgmt(zt, z, zidx,
+				      wp ? P2Z_ZONE_OP_CLOSE :
+					   P2Z_ZONE_OP_RESET);
+		pthread_mutex_lock(&z->lock);
+		if (ret && (z->flags & P2Z_ZONE_F_OPEN))
+			p2z_zone_set_rdonly(zt, "closing a zone failed");
+		else if (!ret)
+			z->cond = wp ? P2Z_ZONE_COND_CLOSED :
+				       P2Z_ZONE_COND_EMPTY;
+		z->flags &= ~P2Z_ZONE_F_OPEN;
+		__p2z_zone_account(zt, z);
+		pthread_mutex_unlock(&z->lock);
+	}
+	atomic_fetch_sub(&zt->priv->nr_exp_open, 1);
+}
+
+void p2z_zone_put_write(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+
+	if (!z)
+		return;
+	pthread_mutex_lock(&z->wr_lock);
+	if (z->wr_refs && !--z->wr_refs)
+		__p2z_zone_exp_close(zt, z, zidx);
+	pthread_mutex_unlock(&z->wr_lock);
+}
+
+int p2z_zone_flush(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+	int ret = 0;
+
+	if (!z)
+		return -EINVAL;
+	pthread_mutex_lock(&z->lock);
+	if (z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE))
+		ret = -EPERM;
+	pthread_mutex_unlock(&z->lock);
+	if (ret)
+		return ret;
+	ret = p2z_dev_flush(zt->dev);
+	if (ret) {
+		p2z_log(LOG_ERR, "zone %" PRIu64 ": flush failed (%d)", zidx,
+			ret);
+		p2z_zone_io_error(zt, z, zidx, true);
+		return -EIO;
+	}
+	return 0;
+}
