@@ -1,0 +1,1178 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * NVMe ZNS backend: the namespace's generic char device /dev/ngXnY, driven by
+ * io_uring passthrough (IORING_OP_URING_CMD, NVME_URING_CMD_IO) with big
+ * SQEs and CQEs, identified through libnvme. This is the only way to reach
+ * an NVMe ZNS namespace whose zone size is not a power of two: the kernel
+ * hides its block device (see Linux drivers/nvme/host/core.c and zns.c) but
+ * keeps the generic char device.
+ *
+ * Every thread that calls in gets its own ring, created on first use and
+ * found through a pthread key owned by the open device, so worker threads
+ * never share a submission queue. Rings of threads that exit are freed by
+ * the key's destructor, the rest by close.
+ */
+#include <dirent.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <liburing.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <libnvme.h>
+
+#include "po2zfs/dev.h"
+#include "po2zfs/log.h"
+
+/* Ring size; also the number of read pieces in flight at once. */
+#define P2Z_NVME_QD 16
+
+/*
+ * Linux supports only controllers whose minimum memory page size is 4 KiB
+ * (nvme_enable_ctrl() refuses larger ones; the spec allows no smaller), so
+ * MDTS and ZASL, both in units of CAP.MPSMIN, are in units of 4 KiB.
+ */
+#define P2Z_NVME_MPSMIN 4096U
+
+/*
+ * A queue whose limits the driver never set keeps the block layer default
+ * BLK_SAFE_MAX_SECTORS (255 sectors): the fallback when sysfs says nothing.
+ */
+#define P2Z_NVME_SAFE_MAX_BYTES (255U * 512U)
+
+/* The NVMe status in a positive cqe->res, without the More and DNR bits. */
+#define P2Z_NVME_STATUS_MASK 0x7ff
+
+/* NLB is a 0-based 16-bit field of CDW12. */
+#define P2Z_NVME_MAX_NLB 65536U
+
+struct p2z_nvme;
+
+/**
+ * struct p2z_nvme_ring - one calling thread's ring
+ * @ring: SQE128|CQE32 ring
+ * @nv: the device it belongs to
+ * @prev: list of all rings of @nv, guarded by nv->rings_lock
+ * @next: see @prev
+ */
+struct p2z_nvme_ring {
+	struct io_uring ring;
+	struct p2z_nvme *nv;
+	struct p2z_nvme_ring *prev;
+	struct p2z_nvme_ring *next;
+};
+
+/**
+ * struct p2z_nvme - an open ZNS namespace
+ * @dev: generic part, first
+ * @fd: the generic char device
+ * @ng: its path, for messages
+ * @nsid: namespace id, from NVME_IOCTL_ID
+ * @nr_lba: zones x zone size, the addressable LBAs
+ * @key: finds the calling thread's ring
+ * @rings_lock: guards @rings
+ * @rings: every ring created for this device
+ */
+struct p2z_nvme {
+	struct p2z_dev dev;
+	int fd;
+	char ng[PATH_MAX];
+	uint32_t nsid;
+	uint64_t nr_lba;
+	pthread_key_t key;
+	pthread_mutex_t rings_lock;
+	struct p2z_nvme_ring *rings;
+};
+
+/**
+ * struct p2z_nvme_cmd - one NVMe I/O command
+ * @opcode: NVMe opcode
+ * @slba: CDW10/11
+ * @cdw12: CDW12 (NLB and flags, or NUMD for a report)
+ * @cdw13: CDW13 (zone action)
+ * @buf: data buffer or NULL
+ * @len: bytes at @buf
+ */
+struct p2z_nvme_cmd {
+	uint8_t opcode;
+	uint64_t slba;
+	uint32_t cdw12;
+	uint32_t cdw13;
+	void *buf;
+	uint32_t len;
+};
+
+static inline struct p2z_nvme *P2Z_NVME(struct p2z_dev *dev)
+{
+	return container_of(dev, struct p2z_nvme, dev);
+}
+
+/* ---- per-thread rings ---- */
+
+static void p2z_nvme_ring_unlink(struct p2z_nvme_ring *r)
+{
+	struct p2z_nvme *nv = r->nv;
+
+	pthread_mutex_lock(&nv->rings_lock);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		nv->rings = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	pthread_mutex_unlock(&nv->rings_lock);
+}
+
+static void p2z_nvme_ring_free(struct p2z_nvme_ring *r)
+{
+	io_uring_queue_exit(&r->ring);
+	free(r);
+}
+
+/* pthread key destructor: the thread that owned @arg is exiting. */
+static void p2z_nvme_ring_destroy(void *arg)
+{
+	struct p2z_nvme_ring *r = arg;
+
+	p2z_nvme_ring_unlink(r);
+	p2z_nvme_ring_free(r);
+}
+
+/*
+ * Drop the calling thread's ring after an io_uring failure that leaves it
+ * in an unknown state; the next call creates a fresh one.
+ */
+static void p2z_nvme_ring_discard(struct p2z_nvme_ring *r)
+{
+	pthread_setspecific(r->nv->key, NULL);
+	p2z_nvme_ring_destroy(r);
+}
+
+static int p2z_nvme_ring_get(struct p2z_nvme *nv, struct p2z_nvme_ring **rp)
+{
+	struct p2z_nvme_ring *r = pthread_getspecific(nv->key);
+	struct io_uring_params p;
+	int ret;
+
+	if (r) {
+		*rp = r;
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
+	ret = io_uring_queue_init_params(P2Z_NVME_QD, &r->ring, &p);
+	if (ret < 0) {
+		p2z_log(LOG_ERR, "%s: io_uring setup (SQE128|CQE32): %s",
+			nv->ng, strerror(-ret));
+		free(r);
+		return ret;
+	}
+	r->nv = nv;
+	ret = pthread_setspecific(nv->key, r);
+	if (ret) {
+		p2z_nvme_ring_free(r);
+		return -ret;
+	}
+	pthread_mutex_lock(&nv->rings_lock);
+	r->next = nv->rings;
+	if (nv->rings)
+		nv->rings->prev = r;
+	nv->rings = r;
+	pthread_mutex_unlock(&nv->rings_lock);
+	*rp = r;
+	return 0;
+}
+
+/* ---- commands ---- */
+
+static void p2z_nvme_prep(struct p2z_nvme *nv, struct io_uring_sqe *sqe,
+			  const struct p2z_nvme_cmd *c, uint64_t user_data)
+{
+	struct nvme_uring_cmd *cmd;
+
+	/* An SQE128 entry is two normal ones; the command lives in the rest. */
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	sqe->opcode = IORING_OP_URING_CMD;
+	sqe->fd = nv->fd;
+	sqe->cmd_op = NVME_URING_CMD_IO;
+	sqe->user_data = user_data;
+	cmd = (struct nvme_uring_cmd *)sqe->cmd;
+	cmd->opcode = c->opcode;
+	cmd->nsid = nv->nsid;
+	cmd->addr = (uintptr_t)c->buf;
+	cmd->data_len = c->len;
+	cmd->cdw10 = (uint32_t)c->slba;
+	cmd->cdw11 = (uint32_t)(c->slba >> 32);
+	cmd->cdw12 = c->cdw12;
+	cmd->cdw13 = c->cdw13;
+}
+
+/*
+ * A completion's res: 0 done, > 0 an NVMe status (with the More and DNR
+ * bits), < 0 -errno from the kernel (e.g. -EINVAL for a transfer above the
+ * queue's max_hw_sectors).
+ */
+static int p2z_nvme_res(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
+			int res)
+{
+	uint16_t status;
+	int err;
+
+	if (res <= 0)
+		return res;
+	status = (uint16_t)res & P2Z_NVME_STATUS_MASK;
+	err = p2z_dev_nvme_status_errno(status);
+	p2z_log(LOG_DEBUG, "%s: opcode 0x%02x slba %" PRIu64 ": status 0x%03x",
+		nv->ng, c->opcode, c->slba, status);
+	return err ? err : -EIO;
+}
+
+static int p2z_nvme_submit(struct io_uring *ring)
+{
+	int ret;
+
+	do {
+		ret = io_uring_submit(ring);
+	} while (ret == -EINTR);
+	return ret;
+}
+
+static int p2z_nvme_wait(struct io_uring *ring, struct io_uring_cqe **cqe)
+{
+	int ret;
+
+	do {
+		ret = io_uring_wait_cqe(ring, cqe);
+	} while (ret == -EINTR);
+	return ret;
+}
+
+/* Run one command and wait for it; @result gets CQE dwords 0-1. */
+static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
+			 uint64_t *result)
+{
+	struct p2z_nvme_ring *r;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int ret, res;
+
+	ret = p2z_nvme_ring_get(nv, &r);
+	if (ret)
+		return ret;
+	sqe = io_uring_get_sqe(&r->ring);
+	if (!sqe)
+		return -EBUSY;
+	p2z_nvme_prep(nv, sqe, c, 0);
+	ret = p2z_nvme_submit(&r->ring);
+	if (ret != 1)
+		goto out_discard;
+	ret = p2z_nvme_wait(&r->ring, &cqe);
+	if (ret)
+		goto out_discard;
+	res = cqe->res;
+	if (result)
+		*result = cqe->big_cqe[0];
+	io_uring_cqe_seen(&r->ring, cqe);
+	return p2z_nvme_res(nv, c, res);
+
+out_discard:
+	p2z_log(LOG_ERR, "%s: io_uring: %s", nv->ng,
+		strerror(ret < 0 ? -ret : EIO));
+	p2z_nvme_ring_discard(r);
+	return ret < 0 ? ret : -EIO;
+}
+
+/* ---- validation ---- */
+
+static int p2z_nvme_check_range(struct p2z_nvme *nv, size_t len, uint64_t ofs)
+{
+	uint32_t lbs = nv->dev.info.lba_bytes;
+
+	if (!len || len % lbs || ofs % lbs)
+		return -EINVAL;
+	if (ofs / lbs > nv->nr_lba || len / lbs > nv->nr_lba - ofs / lbs)
+		return -EINVAL;
+	return 0;
+}
+
+static void p2z_nvme_rw_cmd(struct p2z_nvme *nv, struct p2z_nvme_cmd *c,
+			    uint8_t opcode, void *buf, uint32_t len,
+			    uint64_t ofs)
+{
+	uint32_t lbs = nv->dev.info.lba_bytes;
+
+	memset(c, 0, sizeof(*c));
+	c->opcode = opcode;
+	c->slba = ofs / lbs;
+	c->cdw12 = len / lbs - 1;
+	c->buf = buf;
+	c->len = len;
+}
+
+/* ---- ops ---- */
+
+/*
+ * Reads never touch the write pointer, so the pieces of one request go out
+ * together (up to the ring size): on the hidden disk of an npo2 namespace a
+ * piece is at most 124 KiB, and one at a time would halve the throughput.
+ */
+static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
+			      uint64_t ofs)
+{
+	struct p2z_nvme *nv = P2Z_NVME(dev);
+	uint32_t max = dev->info.max_xfer_bytes;
+	struct p2z_nvme_cmd c;
+	struct p2z_nvme_ring *r;
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	size_t done = 0;
+	unsigned int inflight = 0;
+	int ret, err = 0;
+
+	ret = p2z_nvme_check_range(nv, len, ofs);
+	if (ret)
+		return ret;
+	ret = p2z_nvme_ring_get(nv, &r);
+	if (ret)
+		return ret;
+	while (done < len || inflight) {
+		while (!err && done < len && inflight < P2Z_NVME_QD) {
+			uint32_t n = len - done < max ? len - done : max;
+
+			sqe = io_uring_get_sqe(&r->ring);
+			if (!sqe)
+				break;
+			p2z_nvme_rw_cmd(nv, &c, nvme_cmd_read,
+					(char *)buf + done, n, ofs + done);
+			p2z_nvme_prep(nv, sqe, &c, ofs + done);
+			done += n;
+			inflight++;
+		}
+		if (err && !inflight)
+			break;
+		ret = p2z_nvme_submit(&r->ring);
+		if (ret < 0)
+			goto out_discard;
+		ret = p2z_nvme_wait(&r->ring, &cqe);
+		if (ret)
+			goto out_discard;
+		c.opcode = nvme_cmd_read;
+		c.slba = cqe->user_data / dev->info.lba_bytes;
+		ret = p2z_nvme_res(nv, &c, cqe->res);
+		io_uring_cqe_seen(&r->ring, cqe);
+		inflight--;
+		if (ret && !err)
+			err = ret;
+	}
+	return err ? err : (ssize_t)len;
+
+out_discard:
+	/*
+	 * The ring itself failed (it cannot with at most P2Z_NVME_QD commands
+	 * in flight on a ring of that size): give it up. Pieces in flight keep
+	 * their pages pinned until the kernel completes them.
+	 */
+	p2z_log(LOG_ERR, "%s: io_uring: %s", nv->ng, strerror(-ret));
+	p2z_nvme_ring_discard(r);
+	return ret;
+}
+
+/* Writes of one zone stay in order: one piece at a time. */
+static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
+			       uint64_t ofs)
+{
+	struct p2z_nvme *nv = P2Z_NVME(dev);
+	uint32_t max = dev->info.max_xfer_bytes;
+	struct p2z_nvme_cmd c;
+	size_t done = 0;
+	int ret;
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return -EROFS;
+	ret = p2z_nvme_check_range(nv, len, ofs);
+	if (ret)
+		return ret;
+	while (done < len) {
+		uint32_t n = len - done < max ? len - done : max;
+
+		p2z_nvme_rw_cmd(nv, &c, nvme_cmd_write, (char *)buf + done, n,
+				ofs + done);
+		ret = p2z_nvme_exec(nv, &c, NULL);
+		if (ret)
+			return done ? (ssize_t)done : ret;
+		done += n;
+	}
+	return done;
+}
+
+static ssize_t p2z_nvme_append(struct p2z_dev *dev, uint64_t zidx,
+			       const void *buf, size_t len, uint64_t *lba)
+{
+	struct p2z_nvme *nv = P2Z_NVME(dev);
+	uint32_t lbs = dev->info.lba_bytes;
+	struct p2z_nvme_cmd c;
+	uint64_t result = 0;
+	int ret;
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return -EROFS;
+	if (zidx >= dev->info.nr_zones || !len || len % lbs ||
+	    len > dev->info.max_append_bytes)
+		return -EINVAL;
+	memset(&c, 0, sizeof(c));
+	c.opcode = nvme_zns_cmd_append;
+	c.slba = zidx * dev->info.zone_lba;
+	c.cdw12 = len / lbs - 1;
+	c.buf = (void *)buf;
+	c.len = len;
+	ret = p2z_nvme_exec(nv, &c, &result);
+	if (ret)
+		return ret;
+	/* The device says where the data went: it must be inside the zone. */
+	if (result < c.slba || result - c.slba >= dev->info.zone_lba) {
+		p2z_log(LOG_ERR,
+			"%s: zone %" PRIu64 ": append landed at LBA %" PRIu64
+			", outside the zone",
+			nv->ng, zidx, result);
+		return -EIO;
+	}
+	*lba = result;
+	return len;
+}
+
+static int p2z_nvme_zone_mgmt(struct p2z_dev *dev, uint64_t zidx,
+			      enum p2z_zone_op op)
+{
+	static const uint8_t zsa[] = {
+		[P2Z_ZONE_OP_RESET] = NVME_ZNS_ZSA_RESET,
+		[P2Z_ZONE_OP_OPEN] = NVME_ZNS_ZSA_OPEN,
+		[P2Z_ZONE_OP_CLOSE] = NVME_ZNS_ZSA_CLOSE,
+		[P2Z_ZONE_OP_FINISH] = NVME_ZNS_ZSA_FINISH,
+	};
+	struct p2z_nvme_cmd c;
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return -EROFS;
+	if (zidx >= dev->info.nr_zones || (unsigned int)op >= sizeof(zsa))
+		return -EINVAL;
+	memset(&c, 0, sizeof(c));
+	c.opcode = nvme_zns_cmd_mgmt_send;
+	c.slba = zidx * dev->info.zone_lba;
+	c.cdw13 = zsa[op];
+	return p2z_nvme_exec(P2Z_NVME(dev), &c, NULL);
+}
+
+static int p2z_nvme_flush(struct p2z_dev *dev)
+{
+	struct p2z_nvme_cmd c;
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return 0;
+	memset(&c, 0, sizeof(c));
+	c.opcode = nvme_cmd_flush;
+	return p2z_nvme_exec(P2Z_NVME(dev), &c, NULL);
+}
+
+static int p2z_nvme_parse_zone(struct p2z_nvme *nv, uint64_t zidx,
+			       const struct nvme_zns_desc *d,
+			       struct p2z_zone_info *zi)
+{
+	uint64_t start = le64toh(d->zslba);
+	uint64_t cap = le64toh(d->zcap);
+	uint64_t wp = le64toh(d->wp);
+	uint8_t cond = d->zs >> 4;
+
+	if ((d->zt & 0xf) != NVME_ZONE_TYPE_SEQWRITE_REQ ||
+	    start != zidx * nv->dev.info.zone_lba ||
+	    cap > nv->dev.info.zone_lba) {
+		p2z_log(LOG_ERR,
+			"%s: zone %" PRIu64 ": bad descriptor (type 0x%x"
+			" zslba %" PRIu64 " zcap %" PRIu64 ")",
+			nv->ng, zidx, d->zt, start, cap);
+		return -EIO;
+	}
+	zi->start_lba = start;
+	zi->cap_lba = cap;
+	zi->type = P2Z_ZONE_TYPE_SEQ;
+	zi->cond = cond;
+	/*
+	 * The write pointer of a full, read-only or offline zone is not valid
+	 * (QEMU reports all ones, see nvme_wp_is_valid()). A full zone holds
+	 * its capacity; of a read-only or offline one nothing is known to be
+	 * readable, so it reads as empty, as zonefs shows it.
+	 */
+	switch (cond) {
+	case P2Z_ZONE_COND_FULL:
+		zi->wp_lba = start + cap;
+		break;
+	case P2Z_ZONE_COND_READONLY:
+	case P2Z_ZONE_COND_OFFLINE:
+		zi->wp_lba = start;
+		break;
+	default:
+		if (wp < start || wp - start > cap) {
+			p2z_log(LOG_ERR,
+				"%s: zone %" PRIu64 ": write pointer %" PRIu64
+				" outside the zone",
+				nv->ng, zidx, wp);
+			return -EIO;
+		}
+		zi->wp_lba = wp;
+	}
+	return 0;
+}
+
+/* Zone Management Receive, basic report of all zones, partial. */
+static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
+				 unsigned int nr, struct p2z_zone_info *zi)
+{
+	struct p2z_nvme *nv = P2Z_NVME(dev);
+	const size_t desc = sizeof(struct nvme_zns_desc);
+	size_t hdr = sizeof(struct nvme_zone_report);
+	unsigned int per_cmd = (dev->info.max_xfer_bytes - hdr) / desc;
+	struct nvme_zone_report *rep;
+	struct p2z_nvme_cmd c;
+	unsigned int done = 0;
+	int ret = 0;
+
+	if (zidx >= dev->info.nr_zones || !nr)
+		return 0;
+	if (nr > INT_MAX)
+		nr = INT_MAX;
+	if (nr > dev->info.nr_zones - zidx)
+		nr = dev->info.nr_zones - zidx;
+	if (per_cmd > nr)
+		per_cmd = nr;
+	rep = aligned_alloc(4096, (hdr + per_cmd * desc + 4095) / 4096 * 4096);
+	if (!rep)
+		return -ENOMEM;
+	while (done < nr) {
+		unsigned int n = nr - done < per_cmd ? nr - done : per_cmd;
+		uint64_t got, i;
+
+		memset(&c, 0, sizeof(c));
+		c.opcode = nvme_zns_cmd_mgmt_recv;
+		c.slba = (zidx + done) * dev->info.zone_lba;
+		c.len = hdr + n * desc;
+		c.cdw12 = c.len / 4 - 1; /* NUMD, 0-based dwords */
+		c.cdw13 = NVME_ZNS_ZRA_REPORT_ZONES |
+			  NVME_ZNS_ZRAS_REPORT_ALL << 8 |
+			  1U << 16; /* partial */
+		c.buf = rep;
+		memset(rep, 0, c.len);
+		ret = p2z_nvme_exec(nv, &c, NULL);
+		if (ret)
+			break;
+		got = le64toh(rep->nr_zones);
+		if (!got || got > n) {
+			p2z_log(LOG_ERR,
+				"%s: report from zone %" PRIu64 ": %" PRIu64
+				" zones for %u asked",
+				nv->ng, zidx + done, got, n);
+			ret = -EIO;
+			break;
+		}
+		for (i = 0; i < got && !ret; i++)
+			ret = p2z_nvme_parse_zone(nv, zidx + done + i,
+						  &rep->entries[i],
+						  &zi[done + i]);
+		if (ret)
+			break;
+		done += got;
+	}
+	free(rep);
+	return ret ? ret : (int)done;
+}
+
+/* ---- sysfs: from a name to the generic device and the disk's limits ---- */
+
+static int p2z_nvme_sysfs_read(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int p2z_nvme_sysfs_u64(const char *dir, const char *file, uint64_t *v)
+{
+	char path[PATH_MAX], buf[64], *end;
+	int ret;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	ret = p2z_nvme_sysfs_read(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	errno = 0;
+	*v = strtoull(buf, &end, 10);
+	if (errno || end == buf || *end)
+		return -EINVAL;
+	return 0;
+}
+
+/* @name is @prefix followed by <digits>n<digits>, e.g. ng0n1, nvme1n12. */
+static bool p2z_nvme_name_is(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	const char *p;
+
+	if (strncmp(name, prefix, n))
+		return false;
+	p = name + n;
+	if (*p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p++ != 'n' || *p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !*p;
+}
+
+static int p2z_nvme_nsid(int fd, uint32_t *nsid)
+{
+	if (nvme_get_nsid(fd, nsid))
+		return -errno;
+	return *nsid ? 0 : -ENOTTY;
+}
+
+/*
+ * The sysfs directory of the device that @sysdir (a namespace's disk or
+ * generic device) hangs off: the controller, or the subsystem for a
+ * multipath head. Disks and generic devices of one namespace share it.
+ */
+static int p2z_nvme_parent_dir(const char *sysdir, char *parent, size_t size)
+{
+	char *real = realpath(sysdir, NULL);
+	char *dir;
+	int ret = 0;
+
+	if (!real)
+		return -errno;
+	dir = dirname(real);
+	if (snprintf(parent, size, "%s", dir) >= (int)size)
+		ret = -ENAMETOOLONG;
+	free(real);
+	return ret;
+}
+
+/*
+ * The disk of namespace @nsid under @parent, hidden or not: only its queue
+ * tells the largest passthrough transfer the kernel accepts.
+ */
+static int p2z_nvme_find_disk(const char *parent, uint32_t nsid, char *disk,
+			      size_t size)
+{
+	char dir[PATH_MAX];
+	struct dirent *de;
+	uint64_t id;
+	DIR *d;
+	int ret = -ENOENT;
+
+	d = opendir(parent);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "nvme", 4))
+			continue;
+		if (snprintf(dir, sizeof(dir), "%s/%s", parent, de->d_name) >=
+		    (int)sizeof(dir))
+			continue;
+		if (p2z_nvme_sysfs_u64(dir, "nsid", &id) || id != nsid ||
+		    p2z_nvme_sysfs_u64(dir, "queue/max_hw_sectors_kb", &id))
+			continue;
+		if (snprintf(disk, size, "%s", de->d_name) < (int)size)
+			ret = 0;
+		break;
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * Open the generic device under @parent whose namespace is @nsid. Names do
+ * not tell: since 6.x the kernel names ngXnY by an instance number that
+ * follows the scan order, not the nsid, so each candidate is asked.
+ */
+static int p2z_nvme_open_ng(const char *parent, uint32_t nsid, int oflags,
+			    char *ng, size_t size, int *fdp)
+{
+	char dir[PATH_MAX], buf[32];
+	unsigned int maj, min;
+	struct dirent *de;
+	struct stat st;
+	uint32_t id;
+	DIR *d;
+	int ret = -ENOENT, fd;
+
+	d = opendir(parent);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!p2z_nvme_name_is(de->d_name, "ng"))
+			continue;
+		if (snprintf(dir, sizeof(dir), "%s/%s/dev", parent,
+			     de->d_name) >= (int)sizeof(dir) ||
+		    p2z_nvme_sysfs_read(dir, buf, sizeof(buf)) ||
+		    sscanf(buf, "%u:%u", &maj, &min) != 2)
+			continue;
+		if (snprintf(ng, size, "/dev/%s", de->d_name) >= (int)size)
+			continue;
+		if (stat(ng, &st) || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != makedev(maj, min))
+			continue;
+		fd = open(ng, oflags | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		if (!p2z_nvme_nsid(fd, &id) && id == nsid) {
+			*fdp = fd;
+			ret = 0;
+			break;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return ret;
+}
+
+/**
+ * struct p2z_nvme_where - what resolving a user's path finds
+ * @ng: the generic device opened
+ * @disk: the namespace's disk name, "" if none was found
+ * @fd: open @ng
+ * @nsid: namespace id
+ */
+struct p2z_nvme_where {
+	char ng[PATH_MAX];
+	char disk[NAME_MAX + 1];
+	int fd;
+	uint32_t nsid;
+};
+
+static int p2z_nvme_resolve_ng(const char *path, int oflags,
+			       struct p2z_nvme_where *w)
+{
+	char sysdir[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	w->fd = open(path, oflags | O_CLOEXEC);
+	if (w->fd < 0) {
+		ret = -errno;
+		p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = -ENOTTY;
+	if (fstat(w->fd, &st) || !S_ISCHR(st.st_mode) ||
+	    p2z_nvme_nsid(w->fd, &w->nsid)) {
+		p2z_log(LOG_ERR, "%s: not an NVMe namespace generic device",
+			path);
+		goto out_close;
+	}
+	snprintf(w->ng, sizeof(w->ng), "%s", path);
+	snprintf(sysdir, sizeof(sysdir), "/sys/dev/char/%u:%u",
+		 major(st.st_rdev), minor(st.st_rdev));
+	w->disk[0] = '\0';
+	if (!p2z_nvme_parent_dir(sysdir, parent, sizeof(parent)))
+		p2z_nvme_find_disk(parent, w->nsid, w->disk, sizeof(w->disk));
+	return 0;
+
+out_close:
+	close(w->fd);
+	return ret;
+}
+
+/*
+ * /dev/nvmeXnY -> the generic device of the same namespace. The block
+ * device node may be missing (npo2 zones: the disk is hidden), its sysfs
+ * directory is not.
+ */
+static int p2z_nvme_resolve_blk(const char *path, const char *name, int oflags,
+				struct p2z_nvme_where *w)
+{
+	char sysdir[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+	uint64_t id;
+	int ret, fd;
+
+	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s", name);
+	if (access(sysdir, F_OK)) {
+		p2z_log(LOG_ERR, "%s: no such NVMe namespace", path);
+		return -ENOENT;
+	}
+	if (!stat(path, &st) && S_ISBLK(st.st_mode)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
+			return ret;
+		}
+		ret = p2z_nvme_nsid(fd, &w->nsid);
+		close(fd);
+	} else {
+		ret = p2z_nvme_sysfs_u64(sysdir, "nsid", &id);
+		w->nsid = id;
+		if (!ret && (!id || id > UINT32_MAX))
+			ret = -EINVAL;
+	}
+	if (ret) {
+		p2z_log(LOG_ERR, "%s: cannot get the namespace id: %s", path,
+			strerror(-ret));
+		return ret;
+	}
+	ret = p2z_nvme_parent_dir(sysdir, parent, sizeof(parent));
+	if (!ret)
+		ret = p2z_nvme_open_ng(parent, w->nsid, oflags, w->ng,
+				       sizeof(w->ng), &w->fd);
+	if (ret) {
+		p2z_log(LOG_ERR,
+			"%s: no generic device (ngXnY) for namespace %u: %s",
+			path, w->nsid, strerror(-ret));
+		return ret;
+	}
+	snprintf(w->disk, sizeof(w->disk), "%s", name);
+	return 0;
+}
+
+/* The kernel name behind @path, following symlinks if it exists. */
+static void p2z_nvme_kname(const char *path, char *name, size_t size)
+{
+	char *real = realpath(path, NULL);
+	const char *base;
+
+	base = strrchr(real ? real : path, '/');
+	base = base ? base + 1 : (real ? real : path);
+	snprintf(name, size, "%s", base);
+	free(real);
+}
+
+static int p2z_nvme_probe(const char *path)
+{
+	char name[NAME_MAX + 1], sysdir[PATH_MAX];
+	struct stat st;
+
+	p2z_nvme_kname(path, name, sizeof(name));
+	if (p2z_nvme_name_is(name, "ng"))
+		return !stat(path, &st) && S_ISCHR(st.st_mode);
+	if (!p2z_nvme_name_is(name, "nvme"))
+		return 0;
+	if (!stat(path, &st))
+		return S_ISBLK(st.st_mode);
+	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s", name);
+	return !access(sysdir, F_OK);
+}
+
+/* ---- identify ---- */
+
+/* libnvme returns -1 and errno, or a positive NVMe status. */
+static int p2z_nvme_admin_errno(const char *ng, const char *what, int ret)
+{
+	uint16_t status;
+
+	if (ret < 0) {
+		ret = errno ? -errno : -EIO;
+		p2z_log(LOG_ERR, "%s: %s: %s", ng, what, strerror(-ret));
+		return ret;
+	}
+	if (!ret)
+		return 0;
+	status = ret & P2Z_NVME_STATUS_MASK;
+	p2z_log(LOG_ERR, "%s: %s: NVMe status 0x%03x", ng, what, status);
+	ret = p2z_dev_nvme_status_errno(status);
+	return ret ? ret : -EIO;
+}
+
+/* 2^@shift units of @unit bytes, saturating at UINT32_MAX. */
+static uint32_t p2z_nvme_pow2_units(unsigned int shift, uint32_t unit)
+{
+	uint64_t v;
+
+	if (shift >= 32)
+		return UINT32_MAX;
+	v = (uint64_t)unit << shift;
+	return v > UINT32_MAX ? UINT32_MAX : (uint32_t)v;
+}
+
+static uint32_t p2z_nvme_min(uint32_t a, uint64_t b)
+{
+	return b < a ? (uint32_t)b : a;
+}
+
+/*
+ * The largest transfer: MDTS, and what the kernel's queue of the namespace
+ * takes. An npo2 namespace's hidden disk never gets its limits set and
+ * keeps max_hw_sectors_kb = 127: passthrough commands above 124 KiB (4 KiB
+ * LBAs) fail with EINVAL there. Buffers that are not page aligned need one
+ * segment more than their pages.
+ */
+static uint32_t p2z_nvme_queue_limit(const struct p2z_nvme_where *w,
+				     uint32_t max)
+{
+	char dir[PATH_MAX];
+	uint64_t kb, segs;
+	long page = sysconf(_SC_PAGESIZE);
+
+	snprintf(dir, sizeof(dir), "/sys/block/%s/queue", w->disk);
+	if (!w->disk[0] || p2z_nvme_sysfs_u64(dir, "max_hw_sectors_kb", &kb)) {
+		p2z_log(LOG_WARNING,
+			"%s: namespace %u has no disk in sysfs: assuming the "
+			"block layer's default transfer limit",
+			w->ng, w->nsid);
+		return p2z_nvme_min(max, P2Z_NVME_SAFE_MAX_BYTES);
+	}
+	max = p2z_nvme_min(max, kb * 1024);
+	if (!p2z_nvme_sysfs_u64(dir, "max_segments", &segs) && segs > 1 &&
+	    page > 0)
+		max = p2z_nvme_min(max, (segs - 1) * (uint64_t)page);
+	return max;
+}
+
+/* Identify data, one structure at a time. */
+union p2z_nvme_id {
+	struct nvme_id_ctrl ctrl;
+	struct nvme_id_ns ns;
+	struct nvme_zns_id_ns zns;
+	struct nvme_zns_id_ctrl zctrl;
+};
+
+/* LBA size and the index of the LBA format in use; no metadata allowed. */
+static int p2z_nvme_id_ns(struct p2z_nvme *nv, const struct p2z_nvme_where *w,
+			  union p2z_nvme_id *id, uint64_t *nsze, uint8_t *lbaf)
+{
+	uint16_t ms;
+	uint8_t ds;
+	int ret;
+
+	memset(id, 0, sizeof(*id));
+	ret = p2z_nvme_admin_errno(w->ng, "identify namespace",
+				   nvme_identify_ns(w->fd, w->nsid, &id->ns));
+	if (ret)
+		return ret;
+	*nsze = le64toh(id->ns.nsze);
+	nvme_id_ns_flbas_to_lbaf_inuse(id->ns.flbas, lbaf);
+	ds = id->ns.lbaf[*lbaf].ds;
+	ms = le16toh(id->ns.lbaf[*lbaf].ms);
+	if (ms) {
+		p2z_log(LOG_ERR,
+			"%s: LBA format %u carries %u bytes of metadata: "
+			"not supported",
+			w->ng, *lbaf, ms);
+		return -EOPNOTSUPP;
+	}
+	if (ds < 9 || ds > 16) {
+		p2z_log(LOG_ERR, "%s: unsupported LBA data size 2^%u", w->ng,
+			ds);
+		return -EOPNOTSUPP;
+	}
+	nv->dev.info.lba_bytes = 1U << ds;
+	return 0;
+}
+
+/* Zone size (for the LBA format in use) and the open/active limits. */
+static int p2z_nvme_id_zns(struct p2z_nvme *nv, const struct p2z_nvme_where *w,
+			   union p2z_nvme_id *id, uint64_t nsze, uint8_t lbaf)
+{
+	struct p2z_dev_info *info = &nv->dev.info;
+	uint64_t zsze;
+	uint32_t mor, mar;
+	int ret;
+
+	memset(id, 0, sizeof(*id));
+	ret = nvme_zns_identify_ns(w->fd, w->nsid, &id->zns);
+	zsze = ret ? 0 : le64toh(id->zns.lbafe[lbaf].zsze);
+	if (!zsze) {
+		p2z_log(LOG_ERR, "%s: namespace %u is not zoned (ZNS)", w->ng,
+			w->nsid);
+		return -EMEDIUMTYPE;
+	}
+	/* MOR and MAR are 0-based; all ones means no limit. */
+	mor = le32toh(id->zns.mor);
+	mar = le32toh(id->zns.mar);
+	info->max_open = mor == UINT32_MAX ? 0 : mor + 1;
+	info->max_active = mar == UINT32_MAX ? 0 : mar + 1;
+	info->zone_lba = zsze;
+	info->nr_zones = nsze / zsze;
+	info->nr_cnv_zones = 0;
+	if (!info->nr_zones) {
+		p2z_log(LOG_ERR, "%s: namespace smaller than one zone", w->ng);
+		return -EINVAL;
+	}
+	if (nsze % zsze)
+		p2z_log(LOG_WARNING,
+			"%s: %" PRIu64 " LBAs past the last whole zone ignored",
+			w->ng, nsze % zsze);
+	nv->nr_lba = info->nr_zones * zsze;
+	return 0;
+}
+
+/* Transfer and zone append limits: MDTS, ZASL, the kernel's queue. */
+static int p2z_nvme_id_limits(struct p2z_nvme *nv,
+			      const struct p2z_nvme_where *w,
+			      union p2z_nvme_id *id)
+{
+	struct p2z_dev_info *info = &nv->dev.info;
+	uint32_t mdts_bytes, zasl_bytes, max;
+	int ret;
+
+	memset(id, 0, sizeof(*id));
+	ret = p2z_nvme_admin_errno(w->ng, "identify controller",
+				   nvme_identify_ctrl(w->fd, &id->ctrl));
+	if (ret)
+		return ret;
+	/* MDTS 0: no limit beyond the kernel's. */
+	mdts_bytes = id->ctrl.mdts ? p2z_nvme_pow2_units(id->ctrl.mdts,
+							 P2Z_NVME_MPSMIN) :
+				     UINT32_MAX;
+	memset(id, 0, sizeof(*id));
+	ret = p2z_nvme_admin_errno(w->ng, "identify ZNS controller",
+				   nvme_zns_identify_ctrl(w->fd, &id->zctrl));
+	if (ret)
+		return ret;
+	/* ZASL 0: appends as large as MDTS. */
+	zasl_bytes = id->zctrl.zasl ? p2z_nvme_pow2_units(id->zctrl.zasl,
+							  P2Z_NVME_MPSMIN) :
+				      mdts_bytes;
+
+	max = p2z_nvme_queue_limit(w, mdts_bytes);
+	max = p2z_nvme_min(max, (uint64_t)P2Z_NVME_MAX_NLB * info->lba_bytes);
+	info->max_xfer_bytes = max - max % info->lba_bytes;
+	max = p2z_nvme_min(zasl_bytes, info->max_xfer_bytes);
+	info->max_append_bytes = max - max % info->lba_bytes;
+	if (!info->max_append_bytes) {
+		p2z_log(LOG_ERR, "%s: transfer limit below one LBA", w->ng);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int p2z_nvme_identify(struct p2z_nvme *nv,
+			     const struct p2z_nvme_where *w)
+{
+	union p2z_nvme_id *id;
+	uint64_t nsze;
+	uint8_t lbaf;
+	int ret;
+
+	id = aligned_alloc(4096, sizeof(*id));
+	if (!id)
+		return -ENOMEM;
+	ret = p2z_nvme_id_ns(nv, w, id, &nsze, &lbaf);
+	if (!ret)
+		ret = p2z_nvme_id_zns(nv, w, id, nsze, lbaf);
+	if (!ret)
+		ret = p2z_nvme_id_limits(nv, w, id);
+	free(id);
+	return ret;
+}
+
+/* ---- open/close ---- */
+
+static void p2z_nvme_close(struct p2z_dev *dev)
+{
+	struct p2z_nvme *nv = P2Z_NVME(dev);
+	struct p2z_nvme_ring *r, *next;
+
+	/* No call is in flight: every thread's ring can go. */
+	pthread_key_delete(nv->key);
+	for (r = nv->rings; r; r = next) {
+		next = r->next;
+		p2z_nvme_ring_free(r);
+	}
+	pthread_mutex_destroy(&nv->rings_lock);
+	close(nv->fd);
+	free(nv);
+}
+
+static int p2z_nvme_open(const char *path, unsigned int flags,
+			 struct p2z_dev **devp)
+{
+	int oflags = flags & P2Z_DEV_RDONLY ? O_RDONLY : O_RDWR;
+	struct p2z_nvme_where *w;
+	char name[NAME_MAX + 1];
+	struct p2z_nvme *nv;
+	int ret;
+
+	w = calloc(1, sizeof(*w));
+	nv = calloc(1, sizeof(*nv));
+	if (!w || !nv) {
+		ret = -ENOMEM;
+		goto out_free;
+	}
+	p2z_nvme_kname(path, name, sizeof(name));
+	if (p2z_nvme_name_is(name, "nvme"))
+		ret = p2z_nvme_resolve_blk(path, name, oflags, w);
+	else
+		ret = p2z_nvme_resolve_ng(path, oflags, w);
+	if (ret)
+		goto out_free;
+	ret = p2z_nvme_identify(nv, w);
+	if (ret)
+		goto out_close;
+	ret = -pthread_key_create(&nv->key, p2z_nvme_ring_destroy);
+	if (ret)
+		goto out_close;
+	pthread_mutex_init(&nv->rings_lock, NULL);
+	nv->fd = w->fd;
+	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
+	nv->nsid = w->nsid;
+	nv->dev.flags = flags;
+	p2z_log(LOG_INFO,
+		"%s: %s nsid %u, %" PRIu64 " zones of %" PRIu64
+		" LBAs of %u bytes, max transfer %u, max append %u",
+		path, w->ng, w->nsid, nv->dev.info.nr_zones,
+		nv->dev.info.zone_lba, nv->dev.info.lba_bytes,
+		nv->dev.info.max_xfer_bytes, nv->dev.info.max_append_bytes);
+	free(w);
+	*devp = &nv->dev;
+	return 0;
+
+out_close:
+	close(w->fd);
+out_free:
+	free(nv);
+	free(w);
+	return ret;
+}
+
+const struct p2z_dev_ops p2z_dev_nvme_ops = {
+	.name = "nvme",
+	.probe = p2z_nvme_probe,
+	.open = p2z_nvme_open,
+	.close = p2z_nvme_close,
+	.report_zones = p2z_nvme_report_zones,
+	.zone_mgmt = p2z_nvme_zone_mgmt,
+	.pread = p2z_nvme_pread,
+	.pwrite = p2z_nvme_pwrite,
+	.append = p2z_nvme_append,
+	.flush = p2z_nvme_flush,
+};

@@ -1,0 +1,669 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Zoned block device backend: SMR disks, po2 NVMe ZNS namespaces as
+ * /dev/nvmeXnY, null_blk, dm devices. Zone report and management through
+ * libzbd, data through io_uring (IORING_OP_READ/WRITE) on the device opened
+ * O_DIRECT. A block device has no zone append for user space: "append"
+ * writes at the zone's write pointer, cached per zone and only ever moved
+ * under the zone's stripe lock, so appends of one zone are serialized.
+ *
+ * libzbd returns -1 with errno for some failures and -errno for others, and
+ * -1 is also -EPERM: every call is normalised here, in p2z_zbd_ret().
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <liburing.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <libzbd/zbd.h>
+
+#include "po2zfs/dev.h"
+#include "po2zfs/log.h"
+
+#define P2Z_ZBD_QD 8
+#define P2Z_ZBD_NR_LOCKS 64
+#define P2Z_ZBD_MAX_XFER (4U << 20)
+#define P2Z_ZBD_WP_UNKNOWN UINT64_MAX
+
+struct p2z_zbd;
+
+/**
+ * struct p2z_zbd_ring - one calling thread's ring and bounce buffer
+ * @ring: plain ring
+ * @bounce: aligned buffer of max_xfer_bytes, for unaligned callers' buffers
+ * @zbd: the device it belongs to
+ * @prev: list of all rings of @zbd, guarded by zbd->rings_lock
+ * @next: see @prev
+ */
+struct p2z_zbd_ring {
+	struct io_uring ring;
+	void *bounce;
+	struct p2z_zbd *zbd;
+	struct p2z_zbd_ring *prev;
+	struct p2z_zbd_ring *next;
+};
+
+/**
+ * struct p2z_zbd - an open zoned block device
+ * @dev: generic part, first
+ * @fd: from zbd_open(), O_DIRECT
+ * @name: the kernel's name of the device, for messages
+ * @zone_bytes: zone size in bytes
+ * @lock: stripe locks: zone z is guarded by lock[z % P2Z_ZBD_NR_LOCKS]
+ * @wp_lba: cached write pointer per zone, P2Z_ZBD_WP_UNKNOWN until read
+ *	    from the device; guarded by the zone's stripe lock
+ * @key: finds the calling thread's ring
+ * @rings_lock: guards @rings
+ * @rings: every ring created for this device
+ */
+struct p2z_zbd {
+	struct p2z_dev dev;
+	int fd;
+	char name[NAME_MAX + 1];
+	uint64_t zone_bytes;
+	pthread_mutex_t lock[P2Z_ZBD_NR_LOCKS];
+	uint64_t *wp_lba;
+	pthread_key_t key;
+	pthread_mutex_t rings_lock;
+	struct p2z_zbd_ring *rings;
+};
+
+static inline struct p2z_zbd *P2Z_ZBD(struct p2z_dev *dev)
+{
+	return container_of(dev, struct p2z_zbd, dev);
+}
+
+/*
+ * libzbd: 0 on success; -1 with errno set (zbd_open(), zone operations,
+ * a bad fd); -errno from the report ioctl or -ENOMEM. A -1 is read as
+ * "look at errno", which the caller cleared before the call.
+ */
+static int p2z_zbd_ret(int ret, int err)
+{
+	if (ret >= 0)
+		return 0;
+	if (ret == -1)
+		return err ? -err : -EIO;
+	return ret;
+}
+
+/* ---- per-thread rings ---- */
+
+static void p2z_zbd_ring_free(struct p2z_zbd_ring *r)
+{
+	io_uring_queue_exit(&r->ring);
+	free(r->bounce);
+	free(r);
+}
+
+/* pthread key destructor: the thread that owned @arg is exiting. */
+static void p2z_zbd_ring_destroy(void *arg)
+{
+	struct p2z_zbd_ring *r = arg;
+	struct p2z_zbd *zbd = r->zbd;
+
+	pthread_mutex_lock(&zbd->rings_lock);
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		zbd->rings = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	pthread_mutex_unlock(&zbd->rings_lock);
+	p2z_zbd_ring_free(r);
+}
+
+static int p2z_zbd_ring_get(struct p2z_zbd *zbd, struct p2z_zbd_ring **rp)
+{
+	struct p2z_zbd_ring *r = pthread_getspecific(zbd->key);
+	int ret;
+
+	if (r) {
+		*rp = r;
+		return 0;
+	}
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return -ENOMEM;
+	r->bounce = aligned_alloc(4096, zbd->dev.info.max_xfer_bytes);
+	if (!r->bounce) {
+		free(r);
+		return -ENOMEM;
+	}
+	ret = io_uring_queue_init(P2Z_ZBD_QD, &r->ring, 0);
+	if (ret < 0) {
+		p2z_log(LOG_ERR, "%s: io_uring setup: %s", zbd->name,
+			strerror(-ret));
+		free(r->bounce);
+		free(r);
+		return ret;
+	}
+	r->zbd = zbd;
+	ret = pthread_setspecific(zbd->key, r);
+	if (ret) {
+		p2z_zbd_ring_free(r);
+		return -ret;
+	}
+	pthread_mutex_lock(&zbd->rings_lock);
+	r->next = zbd->rings;
+	if (zbd->rings)
+		zbd->rings->prev = r;
+	zbd->rings = r;
+	pthread_mutex_unlock(&zbd->rings_lock);
+	*rp = r;
+	return 0;
+}
+
+/* ---- data ---- */
+
+/* One read or write, looping over short transfers; returns 0 or -errno. */
+static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_zbd_ring *r, bool write,
+		      void *buf, size_t len, uint64_t ofs)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	int ret, res;
+
+	while (len) {
+		sqe = io_uring_get_sqe(&r->ring);
+		if (!sqe)
+			return -EBUSY;
+		if (write)
+			io_uring_prep_write(sqe, zbd->fd, buf, len, ofs);
+		else
+			io_uring_prep_read(sqe, zbd->fd, buf, len, ofs);
+		do {
+			ret = io_uring_submit(&r->ring);
+		} while (ret == -EINTR);
+		if (ret != 1)
+			return ret < 0 ? ret : -EIO;
+		do {
+			ret = io_uring_wait_cqe(&r->ring, &cqe);
+		} while (ret == -EINTR);
+		if (ret)
+			return ret;
+		res = cqe->res;
+		io_uring_cqe_seen(&r->ring, cqe);
+		if (res < 0)
+			return res;
+		/* Nothing moved: past the end of the device. */
+		if (!res)
+			return -EIO;
+		buf = (char *)buf + res;
+		len -= res;
+		ofs += res;
+	}
+	return 0;
+}
+
+/*
+ * O_DIRECT wants buffers aligned to the logical block size; FUSE hands in
+ * data right after its request header. Those go through the bounce buffer.
+ */
+static int p2z_zbd_io(struct p2z_zbd *zbd, bool write, void *buf, size_t len,
+		      uint64_t ofs)
+{
+	uint32_t max = zbd->dev.info.max_xfer_bytes;
+	struct p2z_zbd_ring *r;
+	size_t done = 0;
+	int ret;
+
+	ret = p2z_zbd_ring_get(zbd, &r);
+	if (ret)
+		return ret;
+	if (!((uintptr_t)buf % zbd->dev.info.lba_bytes))
+		return p2z_zbd_rw(zbd, r, write, buf, len, ofs);
+	while (done < len) {
+		uint32_t n = len - done < max ? len - done : max;
+
+		if (write)
+			memcpy(r->bounce, (char *)buf + done, n);
+		ret = p2z_zbd_rw(zbd, r, write, r->bounce, n, ofs + done);
+		if (ret)
+			return ret;
+		if (!write)
+			memcpy((char *)buf + done, r->bounce, n);
+		done += n;
+	}
+	return 0;
+}
+
+static int p2z_zbd_check_range(struct p2z_zbd *zbd, size_t len, uint64_t ofs)
+{
+	const struct p2z_dev_info *info = &zbd->dev.info;
+	uint64_t size = info->nr_zones * zbd->zone_bytes;
+
+	if (!len || len % info->lba_bytes || ofs % info->lba_bytes)
+		return -EINVAL;
+	if (ofs > size || len > size - ofs)
+		return -EINVAL;
+	return 0;
+}
+
+static pthread_mutex_t *p2z_zbd_lock(struct p2z_zbd *zbd, uint64_t zidx)
+{
+	return &zbd->lock[zidx % P2Z_ZBD_NR_LOCKS];
+}
+
+static ssize_t p2z_zbd_pread(struct p2z_dev *dev, void *buf, size_t len,
+			     uint64_t ofs)
+{
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+	int ret;
+
+	ret = p2z_zbd_check_range(zbd, len, ofs);
+	if (!ret)
+		ret = p2z_zbd_io(zbd, false, buf, len, ofs);
+	return ret ? ret : (ssize_t)len;
+}
+
+/*
+ * Write @len bytes at @ofs, which lies in zone @zidx, and keep the cached
+ * write pointer right. Caller holds the zone's stripe lock.
+ */
+static int __p2z_zbd_write(struct p2z_zbd *zbd, uint64_t zidx, const void *buf,
+			   size_t len, uint64_t ofs)
+{
+	uint32_t lbs = zbd->dev.info.lba_bytes;
+	int ret;
+
+	ret = p2z_zbd_io(zbd, true, (void *)buf, len, ofs);
+	if (ret || zbd->wp_lba[zidx] != ofs / lbs)
+		zbd->wp_lba[zidx] = P2Z_ZBD_WP_UNKNOWN;
+	else
+		zbd->wp_lba[zidx] += len / lbs;
+	return ret;
+}
+
+/* A write inside one zone at a time: the zone's lock orders them. */
+static ssize_t p2z_zbd_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
+			      uint64_t ofs)
+{
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+	size_t done = 0;
+	int ret;
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return -EROFS;
+	ret = p2z_zbd_check_range(zbd, len, ofs);
+	if (ret)
+		return ret;
+	while (done < len) {
+		uint64_t zidx = (ofs + done) / zbd->zone_bytes;
+		uint64_t left = (zidx + 1) * zbd->zone_bytes - (ofs + done);
+		size_t n = len - done < left ? len - done : left;
+
+		pthread_mutex_lock(p2z_zbd_lock(zbd, zidx));
+		ret = __p2z_zbd_write(zbd, zidx, (const char *)buf + done, n,
+				      ofs + done);
+		pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
+		if (ret)
+			return done ? (ssize_t)done : ret;
+		done += n;
+	}
+	return done;
+}
+
+/* ---- zones ---- */
+
+static void p2z_zbd_parse_zone(struct p2z_zbd *zbd, const struct zbd_zone *z,
+			       struct p2z_zone_info *zi)
+{
+	uint32_t lbs = zbd->dev.info.lba_bytes;
+
+	zi->start_lba = z->start / lbs;
+	zi->cap_lba = z->capacity / lbs;
+	zi->cond = z->cond;
+	/* Host-aware zones (sequential write preferred) are used as SWR. */
+	zi->type = zbd_zone_cnv(z) ? P2Z_ZONE_TYPE_CNV : P2Z_ZONE_TYPE_SEQ;
+	/*
+	 * The kernel reports a full zone's write pointer at start + zone size
+	 * (nvme_zone_parse_entry()); the interface wants start + capacity.
+	 * Read-only and offline zones have no valid write pointer: they read
+	 * as empty, as zonefs shows them.
+	 */
+	switch (z->cond) {
+	case ZBD_ZONE_COND_NOT_WP:
+	case ZBD_ZONE_COND_READONLY:
+	case ZBD_ZONE_COND_OFFLINE:
+		zi->wp_lba = zi->start_lba;
+		break;
+	case ZBD_ZONE_COND_FULL:
+		zi->wp_lba = zi->start_lba + zi->cap_lba;
+		break;
+	default:
+		zi->wp_lba = z->wp / lbs;
+	}
+}
+
+static int p2z_zbd_report(struct p2z_zbd *zbd, uint64_t zidx, unsigned int nr,
+			  struct zbd_zone *zones, unsigned int *got)
+{
+	int ret;
+
+	*got = nr;
+	errno = 0;
+	ret = zbd_report_zones(zbd->fd, zidx * zbd->zone_bytes, 0, ZBD_RO_ALL,
+			       zones, got);
+	ret = p2z_zbd_ret(ret, errno);
+	if (ret)
+		p2z_log(LOG_ERR, "%s: report zones from %" PRIu64 ": %s",
+			zbd->name, zidx, strerror(-ret));
+	return ret;
+}
+
+static int p2z_zbd_report_zones(struct p2z_dev *dev, uint64_t zidx,
+				unsigned int nr, struct p2z_zone_info *zi)
+{
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+	struct zbd_zone *zones;
+	unsigned int i, got;
+	int ret;
+
+	if (zidx >= dev->info.nr_zones || !nr)
+		return 0;
+	if (nr > dev->info.nr_zones - zidx)
+		nr = dev->info.nr_zones - zidx;
+	zones = calloc(nr, sizeof(*zones));
+	if (!zones)
+		return -ENOMEM;
+	ret = p2z_zbd_report(zbd, zidx, nr, zones, &got);
+	if (!ret && got > nr)
+		ret = -EIO;
+	for (i = 0; !ret && i < got; i++)
+		p2z_zbd_parse_zone(zbd, &zones[i], &zi[i]);
+	free(zones);
+	return ret ? ret : (int)got;
+}
+
+/* The cached write pointer of zone @zidx, read from the device if unknown. */
+static int __p2z_zbd_wp(struct p2z_zbd *zbd, uint64_t zidx, uint64_t *wp)
+{
+	struct p2z_zone_info zi;
+	struct zbd_zone z;
+	unsigned int got;
+	int ret;
+
+	if (zbd->wp_lba[zidx] == P2Z_ZBD_WP_UNKNOWN) {
+		ret = p2z_zbd_report(zbd, zidx, 1, &z, &got);
+		if (ret)
+			return ret;
+		if (got != 1)
+			return -EIO;
+		p2z_zbd_parse_zone(zbd, &z, &zi);
+		if (zi.type != P2Z_ZONE_TYPE_SEQ)
+			return -EINVAL;
+		zbd->wp_lba[zidx] = zi.wp_lba;
+	}
+	*wp = zbd->wp_lba[zidx];
+	return 0;
+}
+
+static ssize_t p2z_zbd_append(struct p2z_dev *dev, uint64_t zidx,
+			      const void *buf, size_t len, uint64_t *lba)
+{
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+	uint32_t lbs = dev->info.lba_bytes;
+	uint64_t wp;
+	int ret;
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return -EROFS;
+	if (zidx >= dev->info.nr_zones || !len || len % lbs ||
+	    len > dev->info.max_append_bytes)
+		return -EINVAL;
+	pthread_mutex_lock(p2z_zbd_lock(zbd, zidx));
+	ret = __p2z_zbd_wp(zbd, zidx, &wp);
+	if (!ret)
+		ret = __p2z_zbd_write(zbd, zidx, buf, len, wp * lbs);
+	pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
+	if (ret)
+		return ret;
+	*lba = wp;
+	return len;
+}
+
+static int p2z_zbd_zone_mgmt(struct p2z_dev *dev, uint64_t zidx,
+			     enum p2z_zone_op op)
+{
+	static const enum zbd_zone_op zop[] = {
+		[P2Z_ZONE_OP_RESET] = ZBD_OP_RESET,
+		[P2Z_ZONE_OP_OPEN] = ZBD_OP_OPEN,
+		[P2Z_ZONE_OP_CLOSE] = ZBD_OP_CLOSE,
+		[P2Z_ZONE_OP_FINISH] = ZBD_OP_FINISH,
+	};
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+	int ret;
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return -EROFS;
+	if (zidx >= dev->info.nr_zones ||
+	    (unsigned int)op >= sizeof(zop) / sizeof(zop[0]))
+		return -EINVAL;
+	pthread_mutex_lock(p2z_zbd_lock(zbd, zidx));
+	errno = 0;
+	ret = zbd_zones_operation(zbd->fd, zop[op], zidx * zbd->zone_bytes,
+				  zbd->zone_bytes);
+	ret = p2z_zbd_ret(ret, errno);
+	/* Reset and finish move the write pointer; failures leave it unsure. */
+	if (ret || op == P2Z_ZONE_OP_RESET || op == P2Z_ZONE_OP_FINISH)
+		zbd->wp_lba[zidx] = P2Z_ZBD_WP_UNKNOWN;
+	pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
+	return ret;
+}
+
+static int p2z_zbd_flush(struct p2z_dev *dev)
+{
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+
+	if (dev->flags & P2Z_DEV_RDONLY)
+		return 0;
+	return fdatasync(zbd->fd) ? -errno : 0;
+}
+
+/* ---- probe/open/close ---- */
+
+static int p2z_zbd_sysfs_read(const char *name, const char *attr, char *buf,
+			      size_t size)
+{
+	char path[PATH_MAX];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/sys/block/%s/%s", name, attr);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n < 0)
+		return -EIO;
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+/* The kernel's name of the block device behind @path, or -errno. */
+static int p2z_zbd_kname(const char *path, char *name, size_t size)
+{
+	char *real = realpath(path, NULL);
+	struct stat st;
+	int ret = 0;
+
+	if (!real)
+		return -errno;
+	if (stat(real, &st))
+		ret = -errno;
+	else if (!S_ISBLK(st.st_mode))
+		ret = -ENOTBLK;
+	else
+		snprintf(name, size, "%s", strrchr(real, '/') + 1);
+	free(real);
+	return ret;
+}
+
+static int p2z_zbd_probe(const char *path)
+{
+	char name[NAME_MAX + 1], model[32];
+
+	if (p2z_zbd_kname(path, name, sizeof(name)))
+		return 0;
+	/* NVMe namespaces go to the nvme backend, npo2 or not. */
+	if (!strncmp(name, "nvme", 4))
+		return 0;
+	if (p2z_zbd_sysfs_read(name, "queue/zoned", model, sizeof(model)))
+		return 0;
+	return !strcmp(model, "host-managed") || !strcmp(model, "host-aware");
+}
+
+/* Transfer size: the queue's max_sectors_kb, at most 4 MiB. */
+static uint32_t p2z_zbd_max_xfer(struct p2z_zbd *zbd)
+{
+	uint32_t max = P2Z_ZBD_MAX_XFER, lbs = zbd->dev.info.lba_bytes;
+	unsigned long long kb;
+	char buf[32];
+
+	if (!p2z_zbd_sysfs_read(zbd->name, "queue/max_sectors_kb", buf,
+				sizeof(buf)) &&
+	    sscanf(buf, "%llu", &kb) == 1 && kb && kb * 1024 < max)
+		max = kb * 1024;
+	max -= max % lbs;
+	return max ? max : lbs;
+}
+
+static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
+{
+	struct p2z_dev_info *info = &zbd->dev.info;
+	unsigned int nr_cnv = 0;
+	int ret;
+
+	info->lba_bytes = zi->lblock_size;
+	if (!zi->zone_size || zi->zone_size % zi->lblock_size) {
+		p2z_log(LOG_ERR, "%s: bad zone size %llu", zbd->name,
+			zi->zone_size);
+		return -EINVAL;
+	}
+	zbd->zone_bytes = zi->zone_size;
+	info->zone_lba = zi->zone_size / zi->lblock_size;
+	info->nr_zones = zi->nr_zones;
+	/* libzbd: 0 no limit, -1 unknown. */
+	info->max_open =
+		zi->max_nr_open_zones == UINT_MAX ? 0 : zi->max_nr_open_zones;
+	info->max_active = zi->max_nr_active_zones == UINT_MAX ?
+				   0 :
+				   zi->max_nr_active_zones;
+	info->max_xfer_bytes = p2z_zbd_max_xfer(zbd);
+	info->max_append_bytes = info->max_xfer_bytes;
+	errno = 0;
+	ret = zbd_report_nr_zones(zbd->fd, 0, 0, ZBD_RO_NOT_WP, &nr_cnv);
+	ret = p2z_zbd_ret(ret, errno);
+	if (ret) {
+		p2z_log(LOG_ERR, "%s: report zones: %s", zbd->name,
+			strerror(-ret));
+		return ret;
+	}
+	info->nr_cnv_zones = nr_cnv;
+	return 0;
+}
+
+static void p2z_zbd_close(struct p2z_dev *dev)
+{
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+	struct p2z_zbd_ring *r, *next;
+	int i;
+
+	/* No call is in flight: every thread's ring can go. */
+	pthread_key_delete(zbd->key);
+	for (r = zbd->rings; r; r = next) {
+		next = r->next;
+		p2z_zbd_ring_free(r);
+	}
+	pthread_mutex_destroy(&zbd->rings_lock);
+	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++)
+		pthread_mutex_destroy(&zbd->lock[i]);
+	zbd_close(zbd->fd);
+	free(zbd->wp_lba);
+	free(zbd);
+}
+
+static int p2z_zbd_open(const char *path, unsigned int flags,
+			struct p2z_dev **devp)
+{
+	int oflags = (flags & P2Z_DEV_RDONLY ? O_RDONLY : O_RDWR) | O_DIRECT;
+	char model[32];
+	struct p2z_zbd *zbd;
+	struct zbd_info zi;
+	uint64_t z;
+	int ret, i;
+
+	zbd = calloc(1, sizeof(*zbd));
+	if (!zbd)
+		return -ENOMEM;
+	ret = p2z_zbd_kname(path, zbd->name, sizeof(zbd->name));
+	if (ret) {
+		p2z_log(LOG_ERR, "%s: %s", path,
+			ret == -ENOTBLK ? "not a block device" :
+					  strerror(-ret));
+		goto out_free;
+	}
+	if (p2z_zbd_sysfs_read(zbd->name, "queue/zoned", model,
+			       sizeof(model)) ||
+	    (strcmp(model, "host-managed") && strcmp(model, "host-aware"))) {
+		p2z_log(LOG_ERR, "%s: not a zoned block device", path);
+		ret = -EMEDIUMTYPE;
+		goto out_free;
+	}
+	errno = 0;
+	zbd->fd = zbd_open(path, oflags | O_CLOEXEC, &zi);
+	if (zbd->fd < 0) {
+		ret = p2z_zbd_ret(zbd->fd, errno);
+		p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
+		goto out_free;
+	}
+	zbd->dev.flags = flags;
+	ret = p2z_zbd_geometry(zbd, &zi);
+	if (ret)
+		goto out_close;
+	ret = -ENOMEM;
+	zbd->wp_lba = malloc(zbd->dev.info.nr_zones * sizeof(*zbd->wp_lba));
+	if (!zbd->wp_lba)
+		goto out_close;
+	for (z = 0; z < zbd->dev.info.nr_zones; z++)
+		zbd->wp_lba[z] = P2Z_ZBD_WP_UNKNOWN;
+	ret = -pthread_key_create(&zbd->key, p2z_zbd_ring_destroy);
+	if (ret)
+		goto out_close;
+	pthread_mutex_init(&zbd->rings_lock, NULL);
+	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++)
+		pthread_mutex_init(&zbd->lock[i], NULL);
+	*devp = &zbd->dev;
+	return 0;
+
+out_close:
+	zbd_close(zbd->fd);
+out_free:
+	free(zbd->wp_lba);
+	free(zbd);
+	return ret;
+}
+
+const struct p2z_dev_ops p2z_dev_zbd_ops = {
+	.name = "zbd",
+	.probe = p2z_zbd_probe,
+	.open = p2z_zbd_open,
+	.close = p2z_zbd_close,
+	.report_zones = p2z_zbd_report_zones,
+	.zone_mgmt = p2z_zbd_zone_mgmt,
+	.pread = p2z_zbd_pread,
+	.pwrite = p2z_zbd_pwrite,
+	.append = p2z_zbd_append,
+	.flush = p2z_zbd_flush,
+};

@@ -1,0 +1,1426 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * FUSE lowlevel handlers: a zonefs-like tree (seq/N, cnv/N) plus the po2
+ * view of the device, over the zone table.
+ *
+ * Ordering of writes. A sequential zone accepts a write only at its write
+ * pointer, so the writes of one file must reach the daemon in file order.
+ * The kernel (fs/fuse/file.c) sends the writes of an FOPEN_DIRECT_IO file
+ * from fuse_direct_write_iter() under the exclusive inode lock (we never
+ * set FOPEN_PARALLEL_DIRECT_WRITES, which libfuse 3.14 cannot even ask
+ * for). What remains is fuse_direct_IO() for asynchronous direct I/O
+ * (libaio, io_uring): with FUSE_CAP_ASYNC_DIO it splits one request into
+ * max_write pieces sent concurrently, and a write that does not extend the
+ * cached i_size returns -EIOCBQUEUED and drops the inode lock before it is
+ * served, so the mt loop could serve two writes of one zone out of order.
+ * The daemon therefore turns FUSE_CAP_ASYNC_DIO off: every piece is then
+ * sent and answered in order before the next one, whatever the submitter.
+ * io_uring additionally serialises writes to one regular file in io-wq
+ * (hashed work). Writes inside a zone are thus never reordered, the daemon
+ * never waits for a predecessor, and a write that is not at the write
+ * pointer is simply EINVAL, as in zonefs. Each zone's wr_lock serialises
+ * what remains (two files on one zone: its seq file and po2).
+ *
+ * Page cache. Files opened for writing (and O_DIRECT opens) are direct-io,
+ * and so is po2 (see p2z_fs_node_may_cache()); read-only opens of zone
+ * files use the page cache without FOPEN_KEEP_CACHE, so every open drops
+ * stale pages. Zone file attributes have a timeout of 0 and the
+ * kernel's auto_inval_data refreshes the size before reads past it; the
+ * mtime changes with every write, reset and finish, so cached pages of a
+ * rewritten zone are dropped too.
+ *
+ * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
+ */
+#define FUSE_USE_VERSION 314
+
+#include <errno.h>
+#include <fcntl.h>
+#include <fuse_lowlevel.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "po2zfs/fs.h"
+#include "po2zfs/log.h"
+
+/* Names never change: let the kernel keep them. */
+#define P2Z_FS_ENTRY_TIMEOUT 86400.0
+/* Directories and po2 change only through setattr, which refreshes them. */
+#define P2Z_FS_STATIC_ATTR_TIMEOUT 86400.0
+/* Kernel reads are at most max_pages (256) pages; room to align them. */
+#define P2Z_FS_BUF_BYTES (P2Z_FS_MAX_WRITE + 2 * 65536)
+#define P2Z_FS_POOL_MAX 32
+#define P2Z_FS_NAME_MAX 255
+#define P2Z_FS_XATTR_MAX (PATH_MAX + 32)
+
+enum p2z_fs_kind {
+	P2Z_FS_ROOT,
+	P2Z_FS_SEQ_DIR,
+	P2Z_FS_CNV_DIR,
+	P2Z_FS_PO2,
+	P2Z_FS_ZONE,
+};
+
+/* An inode: what it is and, for zone files, which zone. */
+struct p2z_fs_node {
+	fuse_ino_t ino;
+	enum p2z_fs_kind kind;
+	uint64_t zidx;
+};
+
+/* Attributes kept in memory until unmount; guarded by p2z_fs.attr_lock. */
+struct p2z_fs_attr {
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	struct timespec atime;
+	struct timespec mtime;
+	struct timespec ctime;
+};
+
+/* What open() saw, for the later calls on that file (fi->fh). */
+struct p2z_fs_file {
+	int flags;
+	bool writer; /* holds a p2z_zone_get_write() reference */
+	bool closing; /* flushed, not released; guarded by closing_lock */
+};
+
+struct p2z_fs {
+	struct p2z_zone_table *zt;
+	const struct p2z_geom *geom;
+	struct p2z_fs_opts opts;
+	uint64_t nr_inodes;
+	pthread_mutex_t attr_lock;
+	struct p2z_fs_attr *attrs; /* indexed by inode number */
+	pthread_mutex_t pool_lock;
+	void *pool[P2Z_FS_POOL_MAX]; /* guarded by pool_lock */
+	unsigned int pool_nr; /* guarded by pool_lock */
+	pthread_mutex_t closing_lock;
+	pthread_cond_t closing_cond; /* signalled when nr_closing drops */
+	uint64_t nr_closing; /* guarded by closing_lock */
+};
+
+/* ---- replies: the only place that calls fuse_reply_*() ---- */
+
+static void p2z_fs_reply_err(fuse_req_t req, int ret)
+{
+	fuse_reply_err(req, ret < 0 ? -ret : 0);
+}
+
+static void p2z_fs_reply_entry(fuse_req_t req, int ret,
+			       const struct fuse_entry_param *e)
+{
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_entry(req, e);
+}
+
+static void p2z_fs_reply_attr(fuse_req_t req, int ret, const struct stat *st,
+			      double timeout)
+{
+	if (ret < 0)
+		fuse_reply_err(req, -ret);
+	else
+		fuse_reply_attr(req, st, timeout);
+}
+
+/* Return: 0, or -errno if the reply could not be sent (no release then). */
+static int p2z_fs_reply_open(fuse_req_t req, int ret,
+			     const struct fuse_file_info *fi)
+{
+	if (ret < 0) {
+		fuse_reply_err(req, -ret);
+		return 0;
+	}
+	return fuse_reply_open(req, fi);
+}
+
+static void p2z_fs_reply_data(fuse_req_t req, ssize_t ret, const void *buf)
+{
+	if (ret < 0)
+		fuse_reply_err(req, (int)-ret);
+	else
+		fuse_reply_buf(req, buf, (size_t)ret);
+}
+
+static void p2z_fs_reply_write(fuse_req_t req, ssize_t ret)
+{
+	if (ret < 0)
+		fuse_reply_err(req, (int)-ret);
+	else
+		fuse_reply_write(req, (size_t)ret);
+}
+
+static void p2z_fs_reply_statfs(fuse_req_t req, const struct statvfs *sv)
+{
+	fuse_reply_statfs(req, sv);
+}
+
+/*
+ * xattr values and lists: size 0 asks for the length, a smaller buffer is
+ * ERANGE (fuse_lowlevel.h, getxattr/listxattr).
+ */
+static void p2z_fs_reply_xattr(fuse_req_t req, ssize_t len, const char *val,
+			       size_t size)
+{
+	if (len < 0)
+		fuse_reply_err(req, (int)-len);
+	else if (!size)
+		fuse_reply_xattr(req, (size_t)len);
+	else if ((size_t)len > size)
+		fuse_reply_err(req, ERANGE);
+	else
+		fuse_reply_buf(req, val, (size_t)len);
+}
+
+/* ---- inodes and attributes ---- */
+
+static struct p2z_fs *p2z_fs_of(fuse_req_t req)
+{
+	return fuse_req_userdata(req);
+}
+
+static int p2z_fs_node_of(const struct p2z_fs *fs, fuse_ino_t ino,
+			  struct p2z_fs_node *n)
+{
+	n->ino = ino;
+	n->zidx = 0;
+	switch (ino) {
+	case P2Z_FS_INO_ROOT:
+		n->kind = P2Z_FS_ROOT;
+		return 0;
+	case P2Z_FS_INO_SEQ:
+		n->kind = P2Z_FS_SEQ_DIR;
+		return 0;
+	case P2Z_FS_INO_CNV:
+		n->kind = P2Z_FS_CNV_DIR;
+		return fs->zt->nr_cnv ? 0 : -ENOENT;
+	case P2Z_FS_INO_PO2:
+		n->kind = P2Z_FS_PO2;
+		return 0;
+	}
+	if (ino < P2Z_FS_INO_ZONE0 || ino >= fs->nr_inodes)
+		return -ENOENT;
+	n->kind = P2Z_FS_ZONE;
+	n->zidx = ino - P2Z_FS_INO_ZONE0;
+	return 0;
+}
+
+static bool p2z_fs_node_is_dir(const struct p2z_fs_node *n)
+{
+	return n->kind == P2Z_FS_ROOT || n->kind == P2Z_FS_SEQ_DIR ||
+	       n->kind == P2Z_FS_CNV_DIR;
+}
+
+static void p2z_fs_now(struct timespec *ts)
+{
+	clock_gettime(CLOCK_REALTIME, ts);
+}
+
+/* The data of a file changed: new mtime and ctime. */
+static void p2z_fs_touch(struct p2z_fs *fs, fuse_ino_t ino)
+{
+	struct timespec now;
+
+	p2z_fs_now(&now);
+	pthread_mutex_lock(&fs->attr_lock);
+	fs->attrs[ino].mtime = now;
+	fs->attrs[ino].ctime = now;
+	pthread_mutex_unlock(&fs->attr_lock);
+}
+
+/* Entries of the root directory, in readdir order. */
+static uint64_t p2z_fs_root_nr_entries(const struct p2z_fs *fs)
+{
+	return fs->zt->nr_cnv ? 3 : 2;
+}
+
+/* Mode bits of a zone file: zonefs drops write (read-only zone) or all
+ * (offline zone) permissions. */
+static mode_t p2z_fs_zone_mode(mode_t mode, unsigned int zflags)
+{
+	if (zflags & P2Z_ZONE_F_OFFLINE)
+		return mode & ~(mode_t)0777;
+	if (zflags & P2Z_ZONE_F_RDONLY)
+		return mode & ~(mode_t)0222;
+	return mode;
+}
+
+static void p2z_fs_stat_dir(const struct p2z_fs *fs,
+			    const struct p2z_fs_node *n, struct stat *st)
+{
+	st->st_mode |= S_IFDIR;
+	st->st_nlink = 2;
+	switch (n->kind) {
+	case P2Z_FS_ROOT:
+		st->st_nlink = fs->zt->nr_cnv ? 4 : 3;
+		st->st_size = p2z_fs_root_nr_entries(fs);
+		break;
+	case P2Z_FS_SEQ_DIR:
+		st->st_size = fs->zt->nr_seq;
+		break;
+	default:
+		st->st_size = fs->zt->nr_cnv;
+		break;
+	}
+}
+
+static int p2z_fs_stat(struct p2z_fs *fs, const struct p2z_fs_node *n,
+		       struct stat *st)
+{
+	struct p2z_zone_state zs;
+	struct p2z_fs_attr a;
+	int ret;
+
+	pthread_mutex_lock(&fs->attr_lock);
+	a = fs->attrs[n->ino];
+	pthread_mutex_unlock(&fs->attr_lock);
+
+	memset(st, 0, sizeof(*st));
+	st->st_ino = n->ino;
+	st->st_mode = a.mode;
+	st->st_uid = a.uid;
+	st->st_gid = a.gid;
+	st->st_atim = a.atime;
+	st->st_mtim = a.mtime;
+	st->st_ctim = a.ctime;
+	st->st_blksize = fs->geom->lba_bytes;
+	if (p2z_fs_node_is_dir(n)) {
+		p2z_fs_stat_dir(fs, n, st);
+		return 0;
+	}
+	st->st_mode |= S_IFREG;
+	st->st_nlink = 1;
+	if (n->kind == P2Z_FS_PO2) {
+		st->st_size = (off_t)p2z_geom_po2_bytes(fs->geom);
+		st->st_blocks = st->st_size / 512;
+		return 0;
+	}
+	ret = p2z_zone_get_state(fs->zt, n->zidx, false, &zs);
+	if (ret)
+		return ret;
+	st->st_mode = S_IFREG | p2z_fs_zone_mode(a.mode, zs.flags);
+	st->st_size = (off_t)zs.size_bytes;
+	/* As zonefs: st_blocks counts the capacity, not what is written. */
+	st->st_blocks = (blkcnt_t)(zs.cap_bytes / 512);
+	return 0;
+}
+
+static double p2z_fs_attr_timeout(const struct p2z_fs_node *n)
+{
+	return n->kind == P2Z_FS_ZONE ? 0.0 : P2Z_FS_STATIC_ATTR_TIMEOUT;
+}
+
+/* ---- names ---- */
+
+/* A decimal file name without sign, spaces or leading zeros. */
+static int p2z_fs_parse_index(const char *name, uint64_t nr, uint64_t *idx)
+{
+	uint64_t v = 0;
+	const char *p;
+
+	if (!*name || (name[0] == '0' && name[1]))
+		return -ENOENT;
+	for (p = name; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return -ENOENT;
+		if (v > (UINT64_MAX - 9) / 10)
+			return -ENOENT;
+		v = v * 10 + (uint64_t)(*p - '0');
+	}
+	if (v >= nr)
+		return -ENOENT;
+	*idx = v;
+	return 0;
+}
+
+static int p2z_fs_lookup_ino(const struct p2z_fs *fs,
+			     const struct p2z_fs_node *parent, const char *name,
+			     fuse_ino_t *ino)
+{
+	const struct p2z_zone_table *zt = fs->zt;
+	uint64_t idx;
+	int ret;
+
+	switch (parent->kind) {
+	case P2Z_FS_ROOT:
+		if (!strcmp(name, "seq"))
+			*ino = P2Z_FS_INO_SEQ;
+		else if (!strcmp(name, "cnv") && zt->nr_cnv)
+			*ino = P2Z_FS_INO_CNV;
+		else if (!strcmp(name, "po2"))
+			*ino = P2Z_FS_INO_PO2;
+		else
+			return -ENOENT;
+		return 0;
+	case P2Z_FS_SEQ_DIR:
+		ret = p2z_fs_parse_index(name, zt->nr_seq, &idx);
+		if (!ret)
+			*ino = P2Z_FS_INO_ZONE0 + zt->seq_zidx[idx];
+		return ret;
+	case P2Z_FS_CNV_DIR:
+		ret = p2z_fs_parse_index(name, zt->nr_cnv, &idx);
+		if (!ret)
+			*ino = P2Z_FS_INO_ZONE0 + zt->cnv_zidx[idx];
+		return ret;
+	default:
+		return -ENOTDIR;
+	}
+}
+
+static void p2z_fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct fuse_entry_param e;
+	struct p2z_fs_node pn = { 0 }, n = { 0 };
+	fuse_ino_t ino = 0;
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	ret = p2z_fs_node_of(fs, parent, &pn);
+	if (!ret)
+		ret = p2z_fs_lookup_ino(fs, &pn, name, &ino);
+	if (!ret)
+		ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret)
+		ret = p2z_fs_stat(fs, &n, &e.attr);
+	if (!ret) {
+		e.ino = ino;
+		e.attr_timeout = p2z_fs_attr_timeout(&n);
+		e.entry_timeout = P2Z_FS_ENTRY_TIMEOUT;
+	}
+	p2z_fs_reply_entry(req, ret, &e);
+}
+
+static void p2z_fs_getattr(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	struct stat st = { 0 };
+	int ret;
+
+	(void)fi;
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret)
+		ret = p2z_fs_stat(fs, &n, &st);
+	p2z_fs_reply_attr(req, ret, &st, p2z_fs_attr_timeout(&n));
+}
+
+/* ---- setattr ---- */
+
+static void p2z_fs_set_time(struct timespec *t, const struct timespec *v,
+			    bool now)
+{
+	if (now)
+		p2z_fs_now(t);
+	else
+		*t = *v;
+}
+
+/* chmod, chown, utimes: kept in memory (as zonefs, nothing on disk). */
+static int p2z_fs_setattr_meta(struct p2z_fs *fs, const struct p2z_fs_node *n,
+			       const struct stat *attr, int to_set)
+{
+	struct p2z_fs_attr *a = &fs->attrs[n->ino];
+	struct timespec now;
+
+	/* Directories are fixed: no write permission may be granted. */
+	if ((to_set & FUSE_SET_ATTR_MODE) && p2z_fs_node_is_dir(n) &&
+	    (attr->st_mode & 0222))
+		return -EPERM;
+	p2z_fs_now(&now);
+	pthread_mutex_lock(&fs->attr_lock);
+	if (to_set & FUSE_SET_ATTR_MODE)
+		a->mode = attr->st_mode & 07777;
+	if (to_set & FUSE_SET_ATTR_UID)
+		a->uid = attr->st_uid;
+	if (to_set & FUSE_SET_ATTR_GID)
+		a->gid = attr->st_gid;
+	if (to_set & (FUSE_SET_ATTR_ATIME | FUSE_SET_ATTR_ATIME_NOW))
+		p2z_fs_set_time(&a->atime, &attr->st_atim,
+				to_set & FUSE_SET_ATTR_ATIME_NOW);
+	if (to_set & (FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_MTIME_NOW))
+		p2z_fs_set_time(&a->mtime, &attr->st_mtim,
+				to_set & FUSE_SET_ATTR_MTIME_NOW);
+	if (to_set & FUSE_SET_ATTR_CTIME)
+		a->ctime = attr->st_ctim;
+	else
+		a->ctime = now;
+	pthread_mutex_unlock(&fs->attr_lock);
+	return 0;
+}
+
+static int p2z_fs_setattr_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+			       const struct stat *attr, int to_set)
+{
+	const int meta = FUSE_SET_ATTR_MODE | FUSE_SET_ATTR_UID |
+			 FUSE_SET_ATTR_GID | FUSE_SET_ATTR_ATIME |
+			 FUSE_SET_ATTR_MTIME | FUSE_SET_ATTR_ATIME_NOW |
+			 FUSE_SET_ATTR_MTIME_NOW | FUSE_SET_ATTR_CTIME;
+	struct p2z_zone_state zs;
+	int ret;
+
+	if (n->kind == P2Z_FS_ZONE) {
+		ret = p2z_zone_get_state(fs->zt, n->zidx, false, &zs);
+		if (ret)
+			return ret;
+		/* zonefs: immutable (read-only or offline) zone files. */
+		if (zs.flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE))
+			return -EPERM;
+	}
+	if ((to_set & meta) && p2z_zone_table_is_rdonly(fs->zt))
+		return -EROFS;
+	if (to_set & FUSE_SET_ATTR_SIZE) {
+		if (p2z_fs_node_is_dir(n))
+			return -EISDIR;
+		if (n->kind != P2Z_FS_ZONE || attr->st_size < 0)
+			return -EPERM;
+		ret = p2z_zone_truncate(fs->zt, n->zidx,
+					(uint64_t)attr->st_size);
+		if (ret)
+			return ret;
+		p2z_fs_touch(fs, n->ino);
+	}
+	if (to_set & meta)
+		return p2z_fs_setattr_meta(fs, n, attr, to_set);
+	return 0;
+}
+
+static void p2z_fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
+			   int to_set, struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	struct stat st = { 0 };
+	int ret;
+
+	(void)fi;
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret)
+		ret = p2z_fs_setattr_node(fs, &n, attr, to_set);
+	if (!ret)
+		ret = p2z_fs_stat(fs, &n, &st);
+	p2z_fs_reply_attr(req, ret, &st, p2z_fs_attr_timeout(&n));
+}
+
+/* ---- directories ---- */
+
+/* Entry i of a directory: ".", "..", then its files. */
+static int p2z_fs_dirent(const struct p2z_fs *fs, const struct p2z_fs_node *n,
+			 uint64_t i, char *name, size_t name_len,
+			 struct stat *st)
+{
+	static const char *const root_names[] = { "seq", "cnv", "po2" };
+	static const fuse_ino_t root_inos[] = { P2Z_FS_INO_SEQ, P2Z_FS_INO_CNV,
+						P2Z_FS_INO_PO2 };
+	const struct p2z_zone_table *zt = fs->zt;
+
+	memset(st, 0, sizeof(*st));
+	st->st_mode = S_IFDIR;
+	if (i < 2) {
+		snprintf(name, name_len, "%s", i ? ".." : ".");
+		st->st_ino = i ? P2Z_FS_INO_ROOT : n->ino;
+		return 0;
+	}
+	i -= 2;
+	switch (n->kind) {
+	case P2Z_FS_ROOT:
+		if (i >= p2z_fs_root_nr_entries(fs))
+			return -ENOENT;
+		if (!zt->nr_cnv && i)
+			i++; /* skip cnv */
+		snprintf(name, name_len, "%s", root_names[i]);
+		st->st_ino = root_inos[i];
+		if (root_inos[i] == P2Z_FS_INO_PO2)
+			st->st_mode = S_IFREG;
+		return 0;
+	case P2Z_FS_SEQ_DIR:
+		if (i >= zt->nr_seq)
+			return -ENOENT;
+		st->st_ino = P2Z_FS_INO_ZONE0 + zt->seq_zidx[i];
+		break;
+	default:
+		if (i >= zt->nr_cnv)
+			return -ENOENT;
+		st->st_ino = P2Z_FS_INO_ZONE0 + zt->cnv_zidx[i];
+		break;
+	}
+	snprintf(name, name_len, "%" PRIu64, i);
+	st->st_mode = S_IFREG;
+	return 0;
+}
+
+static ssize_t p2z_fs_fill_dir(fuse_req_t req, struct p2z_fs *fs,
+			       const struct p2z_fs_node *n, char *buf,
+			       size_t size, off_t off)
+{
+	char name[32];
+	struct stat st;
+	size_t pos = 0;
+	uint64_t i;
+
+	if (!p2z_fs_node_is_dir(n))
+		return -ENOTDIR;
+	for (i = off < 0 ? 0 : (uint64_t)off;; i++) {
+		size_t len;
+
+		if (p2z_fs_dirent(fs, n, i, name, sizeof(name), &st))
+			break;
+		len = fuse_add_direntry(req, buf + pos, size - pos, name, &st,
+					(off_t)(i + 1));
+		if (len > size - pos)
+			break;
+		pos += len;
+	}
+	return (ssize_t)pos;
+}
+
+static void p2z_fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
+			   off_t off, struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	ssize_t ret;
+	char *buf;
+
+	(void)fi;
+	buf = malloc(size ? size : 1);
+	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!ret)
+		ret = p2z_fs_fill_dir(req, fs, &n, buf, size, off);
+	p2z_fs_reply_data(req, ret, buf);
+	free(buf);
+}
+
+/* ---- buffers ---- */
+
+static void *p2z_fs_buf_get(struct p2z_fs *fs)
+{
+	void *buf = NULL;
+
+	pthread_mutex_lock(&fs->pool_lock);
+	if (fs->pool_nr)
+		buf = fs->pool[--fs->pool_nr];
+	pthread_mutex_unlock(&fs->pool_lock);
+	if (!buf && posix_memalign(&buf, P2Z_ZONE_BUF_ALIGN, P2Z_FS_BUF_BYTES))
+		return NULL;
+	return buf;
+}
+
+static void p2z_fs_buf_put(struct p2z_fs *fs, void *buf)
+{
+	if (!buf)
+		return;
+	pthread_mutex_lock(&fs->pool_lock);
+	if (fs->pool_nr < P2Z_FS_POOL_MAX) {
+		fs->pool[fs->pool_nr++] = buf;
+		buf = NULL;
+	}
+	pthread_mutex_unlock(&fs->pool_lock);
+	free(buf);
+}
+
+/* ---- open, release ---- */
+
+/*
+ * The kernel sends RELEASE in the background: close(2) returns before the
+ * daemon has dropped the file's explicitly open zone. So that "close, then
+ * open another zone" does not fail with a spurious EBUSY, and the zone
+ * condition read right after a close is the closed one, callers that care
+ * wait, briefly, for the files already flushed (closed by their last
+ * descriptor, in the common case) to be released. Bounded: a file kept by
+ * a mapping or a dup()ed descriptor is flushed long before its release.
+ */
+#define P2Z_FS_RELEASE_WAIT_NS 500000000L
+
+static void p2z_fs_wait_releases(struct p2z_fs *fs)
+{
+	struct timespec end;
+
+	if (!fs->zt->opts.explicit_open)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_nsec += P2Z_FS_RELEASE_WAIT_NS;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&fs->closing_lock);
+	while (fs->nr_closing &&
+	       pthread_cond_timedwait(&fs->closing_cond, &fs->closing_lock,
+				      &end) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&fs->closing_lock);
+}
+
+static void p2z_fs_file_set_closing(struct p2z_fs *fs, struct p2z_fs_file *f,
+				    bool closing)
+{
+	pthread_mutex_lock(&fs->closing_lock);
+	if (f->closing != closing) {
+		f->closing = closing;
+		if (closing) {
+			fs->nr_closing++;
+		} else {
+			fs->nr_closing--;
+			pthread_cond_broadcast(&fs->closing_cond);
+		}
+	}
+	pthread_mutex_unlock(&fs->closing_lock);
+}
+
+/*
+ * Whether a read-only open may use the page cache. Not for po2: any zone's
+ * writes change it, and it has no size or mtime change the kernel could
+ * notice. Not for an offline zone: its size is 0, so the kernel would answer
+ * reads with end of file instead of sending them for the EPERM of zonefs.
+ */
+static bool p2z_fs_node_may_cache(struct p2z_fs *fs,
+				  const struct p2z_fs_node *n)
+{
+	struct p2z_zone_state zs;
+
+	if (n->kind == P2Z_FS_PO2)
+		return false;
+	return !p2z_zone_get_state(fs->zt, n->zidx, false, &zs) &&
+	       !(zs.flags & P2Z_ZONE_F_OFFLINE);
+}
+
+static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+			    struct fuse_file_info *fi, struct p2z_fs_file *f)
+{
+	bool trunc = fi->flags & O_TRUNC;
+	int ret = 0;
+
+	if (p2z_fs_node_is_dir(n))
+		return -EISDIR;
+	f->flags = fi->flags;
+	f->writer = (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (f->writer && p2z_zone_table_is_rdonly(fs->zt))
+		return -EROFS;
+	if (f->writer && n->kind == P2Z_FS_ZONE) {
+		ret = p2z_zone_get_write(fs->zt, n->zidx);
+		if (ret == -EBUSY) {
+			p2z_fs_wait_releases(fs);
+			ret = p2z_zone_get_write(fs->zt, n->zidx);
+		}
+		if (ret)
+			return ret;
+	}
+	/* FUSE_CAP_ATOMIC_O_TRUNC: O_TRUNC comes here, not as a setattr. */
+	if (trunc) {
+		ret = n->kind == P2Z_FS_ZONE ?
+			      p2z_zone_truncate(fs->zt, n->zidx, 0) :
+			      -EPERM;
+		if (!ret)
+			p2z_fs_touch(fs, n->ino);
+	}
+	if (ret && f->writer && n->kind == P2Z_FS_ZONE)
+		p2z_zone_put_write(fs->zt, n->zidx);
+	fi->direct_io = f->writer || (fi->flags & O_DIRECT) ||
+			!p2z_fs_node_may_cache(fs, n);
+	fi->keep_cache = 0;
+	return ret;
+}
+
+static void p2z_fs_release_file(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				struct p2z_fs_file *f)
+{
+	if (f->writer && n->kind == P2Z_FS_ZONE)
+		p2z_zone_put_write(fs->zt, n->zidx);
+	p2z_fs_file_set_closing(fs, f, false);
+	free(f);
+}
+
+static void p2z_fs_open(fuse_req_t req, fuse_ino_t ino,
+			struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f;
+	struct p2z_fs_node n = { 0 };
+	int ret;
+
+	f = calloc(1, sizeof(*f));
+	ret = f ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!ret)
+		ret = p2z_fs_open_node(fs, &n, fi, f);
+	if (ret) {
+		free(f);
+		p2z_fs_reply_open(req, ret, fi);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	/* Interrupted open: the kernel will send no release for it. */
+	if (p2z_fs_reply_open(req, 0, fi))
+		p2z_fs_release_file(fs, &n, f);
+}
+
+static void p2z_fs_release(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+	struct p2z_fs_node n = { 0 };
+
+	if (f && !p2z_fs_node_of(fs, ino, &n))
+		p2z_fs_release_file(fs, &n, f);
+	p2z_fs_reply_err(req, 0);
+}
+
+/* ---- read ---- */
+
+/*
+ * The po2 view: data of each zone up to its file size, then zeros up to the
+ * next po2 boundary; the zeros never come from the device. ofs and len are
+ * LBA aligned; the range is cut at the end of the view.
+ */
+static ssize_t p2z_fs_read_po2(struct p2z_fs *fs, char *buf, size_t len,
+			       uint64_t ofs)
+{
+	const struct p2z_geom *g = fs->geom;
+	uint64_t end = p2z_geom_po2_bytes(g);
+	size_t done = 0;
+
+	if (ofs >= end)
+		return 0;
+	if (len > end - ofs)
+		len = end - ofs;
+	while (done < len) {
+		struct p2z_zone_state zs;
+		struct p2z_geom_piece pc;
+		uint64_t zidx;
+		ssize_t n = 0;
+		int ret;
+
+		ret = p2z_geom_po2_zone_of_byte(g, ofs + done, &zidx);
+		if (!ret)
+			ret = p2z_zone_get_state(fs->zt, zidx, false, &zs);
+		if (!ret)
+			ret = p2z_geom_po2_piece(g, ofs + done, len - done,
+						 zs.cap_bytes / g->lba_bytes,
+						 &pc);
+		if (ret)
+			return -EIO;
+		if (!pc.gap) {
+			n = p2z_zone_read(fs->zt, zidx, buf + done, pc.len,
+					  pc.zone_ofs);
+			/* An offline zone cannot be read, in any view. */
+			if (n < 0)
+				return n == -EPERM ? -EIO : n;
+		}
+		memset(buf + done + n, 0, pc.len - (uint64_t)n);
+		done += pc.len;
+	}
+	return (ssize_t)len;
+}
+
+/*
+ * Read [a, e), the LBA-aligned range around the request, into buf; *skip
+ * gets the offset of the requested data in buf.
+ */
+static ssize_t p2z_fs_read_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				char *buf, size_t size, off_t off, size_t *skip)
+{
+	uint64_t lba = fs->geom->lba_bytes;
+	uint64_t a, e;
+	ssize_t ret;
+
+	if (off < 0)
+		return -EINVAL;
+	if (!size)
+		return 0;
+	if (size > P2Z_FS_MAX_WRITE)
+		size = P2Z_FS_MAX_WRITE;
+	a = (uint64_t)off / lba * lba;
+	if ((uint64_t)off > UINT64_MAX - size - lba)
+		return 0;
+	e = ((uint64_t)off + size + lba - 1) / lba * lba;
+	*skip = (uint64_t)off - a;
+	if (n->kind == P2Z_FS_PO2)
+		ret = p2z_fs_read_po2(fs, buf, e - a, a);
+	else if (n->kind == P2Z_FS_ZONE)
+		ret = p2z_zone_read(fs->zt, n->zidx, buf, e - a, a);
+	else
+		return -EISDIR;
+	if (ret < 0)
+		return ret;
+	if ((size_t)ret <= *skip)
+		return 0;
+	return (size_t)ret - *skip < size ? (ssize_t)((size_t)ret - *skip) :
+					    (ssize_t)size;
+}
+
+static void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+			struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	size_t skip = 0;
+	ssize_t ret;
+	char *buf;
+
+	(void)fi;
+	buf = p2z_fs_buf_get(fs);
+	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!ret)
+		ret = p2z_fs_read_node(fs, &n, buf, size, off, &skip);
+	p2z_fs_reply_data(req, ret, buf ? buf + skip : NULL);
+	p2z_fs_buf_put(fs, buf);
+}
+
+/* ---- write ---- */
+
+/*
+ * The po2 view: the write goes to the zone holding its first byte, under
+ * that zone's rules; any byte in a gap (capacity to po2 boundary) is EIO,
+ * as dm-po2zoned does.
+ */
+static ssize_t p2z_fs_write_po2(struct p2z_fs *fs, const char *buf, size_t len,
+				uint64_t ofs)
+{
+	const struct p2z_geom *g = fs->geom;
+	uint64_t end = p2z_geom_po2_bytes(g);
+	struct p2z_geom_piece first = { 0 };
+	uint64_t first_zidx = 0;
+	size_t done = 0;
+	ssize_t n;
+
+	if (ofs >= end)
+		return -EFBIG;
+	if (len > end - ofs)
+		len = end - ofs;
+	while (done < len) {
+		struct p2z_zone_state zs;
+		struct p2z_geom_piece pc;
+		uint64_t zidx;
+		int ret;
+
+		ret = p2z_geom_po2_zone_of_byte(g, ofs + done, &zidx);
+		if (!ret)
+			ret = p2z_zone_get_state(fs->zt, zidx, false, &zs);
+		if (!ret)
+			ret = p2z_geom_po2_piece(g, ofs + done, len - done,
+						 zs.cap_bytes / g->lba_bytes,
+						 &pc);
+		if (ret || pc.gap)
+			return -EIO;
+		if (!done) {
+			first = pc;
+			first_zidx = zidx;
+		}
+		done += pc.len;
+	}
+	if (!len)
+		return 0;
+	/* A write crossing into the next zone is cut short, as at capacity. */
+	n = p2z_zone_write(fs->zt, first_zidx, buf, first.len, first.zone_ofs,
+			   false);
+	/* The zone's own file changed too: its cached pages must go. */
+	if (n > 0)
+		p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + first_zidx);
+	return n;
+}
+
+static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				 const char *buf, size_t len, off_t off,
+				 bool append)
+{
+	if (off < 0)
+		return -EINVAL;
+	switch (n->kind) {
+	case P2Z_FS_ZONE:
+		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
+				      append);
+	case P2Z_FS_PO2:
+		return p2z_fs_write_po2(fs, buf, len, (uint64_t)off);
+	default:
+		return -EISDIR;
+	}
+}
+
+/* Copy the request's data into an aligned buffer for the device. */
+static ssize_t p2z_fs_copy_in(void *buf, struct fuse_bufvec *in)
+{
+	size_t len = fuse_buf_size(in);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
+	ssize_t ret;
+
+	if (len > P2Z_FS_BUF_BYTES)
+		return -EINVAL;
+	out.buf[0].mem = buf;
+	ret = fuse_buf_copy(&out, in, 0);
+	if (ret >= 0 && (size_t)ret != len)
+		return -EIO;
+	return ret;
+}
+
+static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
+			     struct fuse_bufvec *in, off_t off,
+			     struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+	struct p2z_fs_node n = { 0 };
+	bool append;
+	ssize_t ret;
+	void *buf;
+
+	buf = p2z_fs_buf_get(fs);
+	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!ret && !f)
+		ret = -EBADF;
+	if (!ret)
+		ret = p2z_fs_copy_in(buf, in);
+	if (ret >= 0) {
+		/* fi->flags is the file's current f_flags (fcntl included). */
+		append = (f->flags | fi->flags) & O_APPEND;
+		ret = p2z_fs_write_node(fs, &n, buf, (size_t)ret, off, append);
+	}
+	if (ret > 0)
+		p2z_fs_touch(fs, ino);
+	p2z_fs_reply_write(req, ret);
+	p2z_fs_buf_put(fs, buf);
+}
+
+/* ---- flush, fsync ---- */
+
+/* A descriptor was closed. Nothing is buffered: writes are done when acked. */
+static void p2z_fs_flush(fuse_req_t req, fuse_ino_t ino,
+			 struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+
+	(void)ino;
+	if (f && f->writer && fs->zt->opts.explicit_open)
+		p2z_fs_file_set_closing(fs, f, true);
+	p2z_fs_reply_err(req, 0);
+}
+
+static void p2z_fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+			 struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	int ret;
+
+	(void)datasync;
+	(void)fi;
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret && n.kind == P2Z_FS_ZONE)
+		ret = p2z_zone_flush(fs->zt, n.zidx);
+	else if (!ret && n.kind == P2Z_FS_PO2)
+		ret = p2z_zone_table_flush(fs->zt);
+	p2z_fs_reply_err(req, ret);
+}
+
+/* ---- statfs ---- */
+
+static void p2z_fs_statfs(fuse_req_t req, fuse_ino_t ino)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	uint64_t lba = fs->geom->lba_bytes;
+	struct p2z_zone_usage u;
+	struct statvfs sv;
+
+	(void)ino;
+	p2z_zone_table_usage(fs->zt, &u);
+	memset(&sv, 0, sizeof(sv));
+	sv.f_bsize = lba;
+	sv.f_frsize = lba;
+	sv.f_blocks = u.cap_bytes / lba;
+	sv.f_bfree = (u.cap_bytes - u.used_bytes) / lba;
+	sv.f_bavail = sv.f_bfree;
+	sv.f_files = fs->zt->nr_seq + fs->zt->nr_cnv;
+	sv.f_ffree = 0;
+	sv.f_favail = 0;
+	sv.f_namemax = P2Z_FS_NAME_MAX;
+	if (p2z_zone_table_is_rdonly(fs->zt))
+		sv.f_flag |= ST_RDONLY;
+	p2z_fs_reply_statfs(req, &sv);
+}
+
+/* ---- xattrs ---- */
+
+enum p2z_fs_xattr_id {
+	P2Z_XA_ZONE_INDEX,
+	P2Z_XA_ZONE_START,
+	P2Z_XA_ZONE_PO2_START,
+	P2Z_XA_ZONE_CAPACITY,
+	P2Z_XA_ZONE_SIZE,
+	P2Z_XA_ZONE_WP,
+	P2Z_XA_ZONE_COND,
+	P2Z_XA_ZONE_TYPE,
+	P2Z_XA_DEV_BACKEND,
+	P2Z_XA_DEV_PATH,
+	P2Z_XA_DEV_LBA_SIZE,
+	P2Z_XA_DEV_NR_ZONES,
+	P2Z_XA_DEV_ZONE_SIZE,
+	P2Z_XA_DEV_PO2_ZONE_SIZE,
+	P2Z_XA_DEV_MAX_OPEN,
+	P2Z_XA_DEV_MAX_ACTIVE,
+	P2Z_XA_DEV_MAX_APPEND,
+	P2Z_XA_NR,
+};
+
+static const char *const p2z_fs_xattr_names[P2Z_XA_NR] = {
+	[P2Z_XA_ZONE_INDEX] = "user.zone.index",
+	[P2Z_XA_ZONE_START] = "user.zone.start",
+	[P2Z_XA_ZONE_PO2_START] = "user.zone.po2_start",
+	[P2Z_XA_ZONE_CAPACITY] = "user.zone.capacity",
+	[P2Z_XA_ZONE_SIZE] = "user.zone.size",
+	[P2Z_XA_ZONE_WP] = "user.zone.wp",
+	[P2Z_XA_ZONE_COND] = "user.zone.cond",
+	[P2Z_XA_ZONE_TYPE] = "user.zone.type",
+	[P2Z_XA_DEV_BACKEND] = "user.dev.backend",
+	[P2Z_XA_DEV_PATH] = "user.dev.path",
+	[P2Z_XA_DEV_LBA_SIZE] = "user.dev.lba_size",
+	[P2Z_XA_DEV_NR_ZONES] = "user.dev.nr_zones",
+	[P2Z_XA_DEV_ZONE_SIZE] = "user.dev.zone_size",
+	[P2Z_XA_DEV_PO2_ZONE_SIZE] = "user.dev.po2_zone_size",
+	[P2Z_XA_DEV_MAX_OPEN] = "user.dev.max_open",
+	[P2Z_XA_DEV_MAX_ACTIVE] = "user.dev.max_active",
+	[P2Z_XA_DEV_MAX_APPEND] = "user.dev.max_append",
+};
+
+/* The xattrs a node carries: [*first, *last). */
+static void p2z_fs_xattr_range(const struct p2z_fs_node *n, int *first,
+			       int *last)
+{
+	*first = 0;
+	*last = 0;
+	if (n->kind == P2Z_FS_ZONE) {
+		*first = P2Z_XA_ZONE_INDEX;
+		*last = P2Z_XA_DEV_BACKEND;
+	} else if (n->kind == P2Z_FS_ROOT) {
+		*first = P2Z_XA_DEV_BACKEND;
+		*last = P2Z_XA_NR;
+	}
+}
+
+static ssize_t p2z_fs_xattr_u64(char *val, uint64_t v)
+{
+	return snprintf(val, P2Z_FS_XATTR_MAX, "%" PRIu64, v);
+}
+
+static ssize_t p2z_fs_xattr_zone(struct p2z_fs *fs, uint64_t zidx, int id,
+				 char *val)
+{
+	const struct p2z_geom *g = fs->geom;
+	struct p2z_zone_state zs;
+	int ret;
+
+	/* Only the condition needs the device: it changes on its own. */
+	if (id == P2Z_XA_ZONE_COND)
+		p2z_fs_wait_releases(fs);
+	ret = p2z_zone_get_state(fs->zt, zidx, id == P2Z_XA_ZONE_COND, &zs);
+	if (ret)
+		return ret;
+	switch (id) {
+	case P2Z_XA_ZONE_INDEX:
+		return p2z_fs_xattr_u64(val, zidx);
+	case P2Z_XA_ZONE_START:
+		return p2z_fs_xattr_u64(val, zs.start_bytes);
+	case P2Z_XA_ZONE_PO2_START:
+		return p2z_fs_xattr_u64(val, p2z_geom_po2_zone_start(g, zidx) *
+						     g->lba_bytes);
+	case P2Z_XA_ZONE_CAPACITY:
+		return p2z_fs_xattr_u64(val, zs.cap_bytes);
+	case P2Z_XA_ZONE_SIZE:
+		return p2z_fs_xattr_u64(val, g->zone_lba * g->lba_bytes);
+	case P2Z_XA_ZONE_WP:
+		return p2z_fs_xattr_u64(val, zs.wp_bytes);
+	case P2Z_XA_ZONE_COND:
+		return snprintf(val, P2Z_FS_XATTR_MAX, "%s",
+				p2z_zone_cond_name(zs.cond));
+	default:
+		return snprintf(val, P2Z_FS_XATTR_MAX, "%s",
+				zs.type == P2Z_ZONE_TYPE_SEQ ? "seq" : "cnv");
+	}
+}
+
+static ssize_t p2z_fs_xattr_dev(struct p2z_fs *fs, int id, char *val)
+{
+	const struct p2z_dev *dev = fs->zt->dev;
+	const struct p2z_geom *g = fs->geom;
+
+	switch (id) {
+	case P2Z_XA_DEV_BACKEND:
+		return snprintf(val, P2Z_FS_XATTR_MAX, "%s", dev->ops->name);
+	case P2Z_XA_DEV_PATH:
+		return snprintf(val, P2Z_FS_XATTR_MAX, "%s", dev->path);
+	case P2Z_XA_DEV_LBA_SIZE:
+		return p2z_fs_xattr_u64(val, g->lba_bytes);
+	case P2Z_XA_DEV_NR_ZONES:
+		return p2z_fs_xattr_u64(val, g->nr_zones);
+	case P2Z_XA_DEV_ZONE_SIZE:
+		return p2z_fs_xattr_u64(val, g->zone_lba * g->lba_bytes);
+	case P2Z_XA_DEV_PO2_ZONE_SIZE:
+		return p2z_fs_xattr_u64(val, g->po2_zone_lba * g->lba_bytes);
+	case P2Z_XA_DEV_MAX_OPEN:
+		return p2z_fs_xattr_u64(val, dev->info.max_open);
+	case P2Z_XA_DEV_MAX_ACTIVE:
+		return p2z_fs_xattr_u64(val, dev->info.max_active);
+	default:
+		return p2z_fs_xattr_u64(val, dev->info.max_append_bytes);
+	}
+}
+
+static ssize_t p2z_fs_xattr_get(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				const char *name, char *val)
+{
+	int first, last, id;
+	ssize_t len;
+
+	p2z_fs_xattr_range(n, &first, &last);
+	for (id = first; id < last; id++)
+		if (!strcmp(name, p2z_fs_xattr_names[id]))
+			break;
+	if (id == last)
+		return -ENODATA;
+	if (n->kind == P2Z_FS_ZONE)
+		len = p2z_fs_xattr_zone(fs, n->zidx, id, val);
+	else
+		len = p2z_fs_xattr_dev(fs, id, val);
+	if (len >= P2Z_FS_XATTR_MAX)
+		return -ERANGE;
+	return len;
+}
+
+static ssize_t p2z_fs_xattr_list(const struct p2z_fs_node *n, char *list)
+{
+	int first, last, id;
+	size_t pos = 0;
+
+	p2z_fs_xattr_range(n, &first, &last);
+	for (id = first; id < last; id++) {
+		size_t len = strlen(p2z_fs_xattr_names[id]) + 1;
+
+		memcpy(list + pos, p2z_fs_xattr_names[id], len);
+		pos += len;
+	}
+	return (ssize_t)pos;
+}
+
+static void p2z_fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			    size_t size)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	char val[P2Z_FS_XATTR_MAX];
+	struct p2z_fs_node n = { 0 };
+	ssize_t ret;
+
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret)
+		ret = p2z_fs_xattr_get(fs, &n, name, val);
+	p2z_fs_reply_xattr(req, ret, val, size);
+}
+
+static void p2z_fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	char list[P2Z_XA_NR * 32];
+	struct p2z_fs_node n = { 0 };
+	ssize_t ret;
+
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret)
+		ret = p2z_fs_xattr_list(&n, list);
+	p2z_fs_reply_xattr(req, ret, list, size);
+}
+
+static void p2z_fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
+			    const char *value, size_t size, int flags)
+{
+	(void)ino;
+	(void)name;
+	(void)value;
+	(void)size;
+	(void)flags;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+static void p2z_fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
+{
+	(void)ino;
+	(void)name;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+/* ---- the namespace is fixed ---- */
+
+static void p2z_fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 mode_t mode, dev_t rdev)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)rdev;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+static void p2z_fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
+			 mode_t mode)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+static void p2z_fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
+{
+	(void)parent;
+	(void)name;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+static void p2z_fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
+			   const char *name)
+{
+	(void)link;
+	(void)parent;
+	(void)name;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+static void p2z_fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
+			  fuse_ino_t newparent, const char *newname,
+			  unsigned int flags)
+{
+	(void)parent;
+	(void)name;
+	(void)newparent;
+	(void)newname;
+	(void)flags;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+static void p2z_fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
+			const char *newname)
+{
+	(void)ino;
+	(void)newparent;
+	(void)newname;
+	p2z_fs_reply_err(req, -EPERM);
+}
+
+/* zonefs has no ->create: the VFS answers EACCES for a new name. */
+static void p2z_fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
+			  mode_t mode, struct fuse_file_info *fi)
+{
+	(void)parent;
+	(void)name;
+	(void)mode;
+	(void)fi;
+	p2z_fs_reply_err(req, -EACCES);
+}
+
+/* ---- session ---- */
+
+static void p2z_fs_init(void *userdata, struct fuse_conn_info *conn)
+{
+	(void)userdata;
+	conn->max_write = P2Z_FS_MAX_WRITE;
+	/* Keeps the writes of one file in order: see the top of this file. */
+	conn->want &= ~FUSE_CAP_ASYNC_DIO;
+	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
+		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
+	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)
+		conn->want |= FUSE_CAP_AUTO_INVAL_DATA;
+	conn->time_gran = 1;
+}
+
+const struct fuse_lowlevel_ops p2z_fs_ops = {
+	.init = p2z_fs_init,
+	.lookup = p2z_fs_lookup,
+	.getattr = p2z_fs_getattr,
+	.setattr = p2z_fs_setattr,
+	.mknod = p2z_fs_mknod,
+	.mkdir = p2z_fs_mkdir,
+	.unlink = p2z_fs_unlink,
+	.rmdir = p2z_fs_unlink,
+	.symlink = p2z_fs_symlink,
+	.rename = p2z_fs_rename,
+	.link = p2z_fs_link,
+	.open = p2z_fs_open,
+	.read = p2z_fs_read,
+	.flush = p2z_fs_flush,
+	.release = p2z_fs_release,
+	.fsync = p2z_fs_fsync,
+	.readdir = p2z_fs_readdir,
+	.statfs = p2z_fs_statfs,
+	.setxattr = p2z_fs_setxattr,
+	.getxattr = p2z_fs_getxattr,
+	.listxattr = p2z_fs_listxattr,
+	.removexattr = p2z_fs_removexattr,
+	.create = p2z_fs_create,
+	.write_buf = p2z_fs_write_buf,
+};
+
+int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
+		 struct p2z_fs **fsp)
+{
+	pthread_condattr_t cattr;
+	struct timespec now;
+	struct p2z_fs *fs;
+	uint64_t ino;
+
+	fs = calloc(1, sizeof(*fs));
+	if (!fs)
+		return -ENOMEM;
+	fs->zt = zt;
+	fs->geom = &zt->geom;
+	fs->opts = *opts;
+	fs->nr_inodes = P2Z_FS_INO_ZONE0 + zt->geom.nr_zones;
+	fs->attrs = calloc(fs->nr_inodes, sizeof(*fs->attrs));
+	if (!fs->attrs) {
+		free(fs);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&fs->attr_lock, NULL);
+	pthread_mutex_init(&fs->pool_lock, NULL);
+	pthread_mutex_init(&fs->closing_lock, NULL);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&fs->closing_cond, &cattr);
+	pthread_condattr_destroy(&cattr);
+	p2z_fs_now(&now);
+	for (ino = 0; ino < fs->nr_inodes; ino++) {
+		struct p2z_fs_attr *a = &fs->attrs[ino];
+		bool dir = ino >= P2Z_FS_INO_ROOT && ino <= P2Z_FS_INO_CNV;
+
+		a->mode = dir ? 0555 : opts->perm & 0777;
+		a->uid = dir ? opts->dir_uid : opts->uid;
+		a->gid = dir ? opts->dir_gid : opts->gid;
+		a->atime = now;
+		a->mtime = now;
+		a->ctime = now;
+	}
+	*fsp = fs;
+	return 0;
+}
+
+void p2z_fs_free(struct p2z_fs *fs)
+{
+	if (!fs)
+		return;
+	while (fs->pool_nr)
+		free(fs->pool[--fs->pool_nr]);
+	pthread_cond_destroy(&fs->closing_cond);
+	pthread_mutex_destroy(&fs->closing_lock);
+	pthread_mutex_destroy(&fs->pool_lock);
+	pthread_mutex_destroy(&fs->attr_lock);
+	free(fs->attrs);
+	free(fs);
+}

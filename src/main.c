@@ -1,0 +1,511 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * po2zfs / mount.po2zfs: parse the command line and the mount options, open
+ * the device, read its zone table, mount, detach, and serve FUSE requests
+ * until unmounted. Everything that can fail is checked before the process
+ * detaches, so that a failed mount prints one line and exits non-zero.
+ *
+ * mount(8) runs helpers as "mount.po2zfs SPEC DIR [-sfnv] [-o OPTS]".
+ */
+#define FUSE_USE_VERSION 314
+
+#include <errno.h>
+#include <fuse_lowlevel.h>
+#include <grp.h>
+#include <limits.h>
+#include <pwd.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "po2zfs/dev.h"
+#include "po2zfs/fs.h"
+#include "po2zfs/log.h"
+#include "po2zfs/zone.h"
+
+/* Exit codes, as mount(8) documents them for helpers. */
+#define P2Z_EXIT_USAGE 1
+#define P2Z_EXIT_FAIL 32
+
+#define P2Z_MAX_THREADS 16
+
+#ifndef P2Z_VERSION
+#define P2Z_VERSION "0.1.0"
+#endif
+
+struct p2z_main_opts {
+	const char *device;
+	const char *mountpoint;
+	char mountpoint_abs[PATH_MAX];
+	bool foreground;
+	bool debug;
+	char backend[8];
+	struct p2z_zone_opts zone;
+	struct p2z_fs_opts fs;
+	/* Options handed to libfuse, comma separated. */
+	char fuse_opts[4096];
+};
+
+/* Mount options libfuse passes on to mount(2) or the kernel. */
+static const char *const p2z_fuse_opts[] = {
+	"allow_other", "allow_root", "auto_unmount", "dev",	"nodev",
+	"suid",	       "nosuid",     "exec",	     "noexec",	"atime",
+	"noatime",     "sync",	     "async",	     "dirsync",
+};
+
+/*
+ * Options mount(8) and fstab use for themselves, or that libfuse 3.14 does
+ * not take (the atime variants: FUSE keeps its own atime); ignored.
+ * default_permissions is always on.
+ */
+static const char *const p2z_ignored_opts[] = {
+	"auto",
+	"noauto",
+	"nofail",
+	"_netdev",
+	"user",
+	"nouser",
+	"users",
+	"owner",
+	"group",
+	"defaults",
+	"default_permissions",
+	"diratime",
+	"nodiratime",
+	"relatime",
+	"norelatime",
+	"strictatime",
+	"nostrictatime",
+	"lazytime",
+	"nolazytime",
+};
+
+static void p2z_usage(FILE *out, const char *prog)
+{
+	fprintf(out,
+		"usage: %s DEVICE MOUNTPOINT [-f] [-d] [-o OPTION[,OPTION...]]\n"
+		"options: uid=N gid=N perm=OCTAL ro rw explicit-open\n"
+		"         errors=remount-ro|zone-ro|zone-offline|repair\n"
+		"         backend=nvme|zbd|emu allow_other (see mount.po2zfs(8))\n",
+		prog);
+}
+
+static bool p2z_in_list(const char *opt, const char *const *list, size_t nr)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (!strcmp(opt, list[i]))
+			return true;
+	return false;
+}
+
+static int p2z_add_fuse_opt(struct p2z_main_opts *o, const char *opt)
+{
+	size_t len = strlen(o->fuse_opts);
+	int n;
+
+	n = snprintf(o->fuse_opts + len, sizeof(o->fuse_opts) - len, "%s%s",
+		     len ? "," : "", opt);
+	if (n < 0 || (size_t)n >= sizeof(o->fuse_opts) - len) {
+		p2z_log(LOG_ERR, "too many mount options");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* A decimal id, or a user/group name. */
+static int p2z_parse_id(const char *val, bool group, unsigned int *id)
+{
+	unsigned long v;
+	char *end;
+
+	if (!*val)
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(val, &end, 10);
+	if (!*end && val[0] != '-' && !errno && v < UINT_MAX) {
+		*id = (unsigned int)v;
+		return 0;
+	}
+	if (group) {
+		struct group *gr = getgrnam(val);
+
+		if (!gr)
+			return -EINVAL;
+		*id = gr->gr_gid;
+	} else {
+		struct passwd *pw = getpwnam(val);
+
+		if (!pw)
+			return -EINVAL;
+		*id = pw->pw_uid;
+	}
+	return 0;
+}
+
+static int p2z_parse_perm(const char *val, mode_t *perm)
+{
+	unsigned long v;
+	char *end;
+
+	if (!*val || val[0] == '-' || val[0] == '+')
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(val, &end, 8);
+	if (*end || errno || v > 0777)
+		return -EINVAL;
+	*perm = (mode_t)v;
+	return 0;
+}
+
+static int p2z_parse_errors(const char *val, enum p2z_errors *errors)
+{
+	static const char *const names[] = {
+		[P2Z_ERRORS_REMOUNT_RO] = "remount-ro",
+		[P2Z_ERRORS_ZONE_RO] = "zone-ro",
+		[P2Z_ERRORS_ZONE_OFFLINE] = "zone-offline",
+		[P2Z_ERRORS_REPAIR] = "repair",
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (!strcmp(val, names[i])) {
+			*errors = (enum p2z_errors)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
+/* One option of ours with a value; -ENOENT if it is not one of ours. */
+static int p2z_parse_value_opt(struct p2z_main_opts *o, const char *opt)
+{
+	const char *val = strchr(opt, '=');
+	size_t klen;
+
+	if (!val)
+		return -ENOENT;
+	klen = (size_t)(val++ - opt);
+	if (klen == 3 && !strncmp(opt, "uid", 3))
+		return p2z_parse_id(val, false, &o->fs.uid);
+	if (klen == 3 && !strncmp(opt, "gid", 3))
+		return p2z_parse_id(val, true, &o->fs.gid);
+	if (klen == 4 && !strncmp(opt, "perm", 4))
+		return p2z_parse_perm(val, &o->fs.perm);
+	if (klen == 6 && !strncmp(opt, "errors", 6))
+		return p2z_parse_errors(val, &o->zone.errors);
+	if (klen == 7 && !strncmp(opt, "backend", 7)) {
+		if (strcmp(val, "nvme") && strcmp(val, "zbd") &&
+		    strcmp(val, "emu"))
+			return -EINVAL;
+		snprintf(o->backend, sizeof(o->backend), "%s", val);
+		return 0;
+	}
+	/* Ours to set; mount(8) and fstab may carry these through. */
+	if ((klen == 6 && !strncmp(opt, "fsname", 6)) ||
+	    (klen == 7 && !strncmp(opt, "subtype", 7)) ||
+	    (klen == 7 && !strncmp(opt, "comment", 7)))
+		return 0;
+	return -ENOENT;
+}
+
+static int p2z_parse_opt(struct p2z_main_opts *o, const char *opt)
+{
+	int ret;
+
+	if (!*opt)
+		return 0;
+	if (!strcmp(opt, "ro") || !strcmp(opt, "rw")) {
+		o->zone.rdonly = opt[1] == 'o';
+		return 0;
+	}
+	if (!strcmp(opt, "explicit-open")) {
+		o->zone.explicit_open = true;
+		return 0;
+	}
+	if (!strcmp(opt, "debug")) {
+		o->debug = true;
+		return 0;
+	}
+	if (p2z_in_list(opt, p2z_ignored_opts,
+			sizeof(p2z_ignored_opts) /
+				sizeof(p2z_ignored_opts[0])) ||
+	    !strncmp(opt, "x-", 2))
+		return 0;
+	if (p2z_in_list(opt, p2z_fuse_opts,
+			sizeof(p2z_fuse_opts) / sizeof(p2z_fuse_opts[0])))
+		return p2z_add_fuse_opt(o, opt);
+	ret = p2z_parse_value_opt(o, opt);
+	if (ret == -ENOENT)
+		p2z_log(LOG_ERR, "unknown mount option \"%s\"", opt);
+	else if (ret)
+		p2z_log(LOG_ERR, "bad value in mount option \"%s\"", opt);
+	return ret;
+}
+
+static int p2z_parse_opt_list(struct p2z_main_opts *o, const char *list)
+{
+	char *dup, *p, *opt;
+	int ret = 0;
+
+	dup = strdup(list);
+	if (!dup)
+		return -ENOMEM;
+	for (p = dup; (opt = strsep(&p, ",")) != NULL && !ret;)
+		ret = p2z_parse_opt(o, opt);
+	free(dup);
+	return ret;
+}
+
+/* Single-letter flags, possibly grouped ("-sfnv"). */
+static int p2z_parse_flags(struct p2z_main_opts *o, const char *arg)
+{
+	for (; *arg; arg++) {
+		switch (*arg) {
+		case 'f':
+			o->foreground = true;
+			break;
+		case 'd':
+			o->debug = true;
+			break;
+		case 's': /* sloppy */
+		case 'n': /* no mtab */
+		case 'v': /* verbose */
+			break;
+		default:
+			p2z_log(LOG_ERR, "unknown flag -%c", *arg);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int p2z_parse_arg(struct p2z_main_opts *o, int argc, char **argv, int *i)
+{
+	const char *arg = argv[*i];
+
+	if (!strcmp(arg, "-o")) {
+		if (*i + 1 >= argc) {
+			p2z_log(LOG_ERR, "-o needs an option list");
+			return -EINVAL;
+		}
+		return p2z_parse_opt_list(o, argv[++*i]);
+	}
+	if (!strncmp(arg, "-o", 2))
+		return p2z_parse_opt_list(o, arg + 2);
+	if (arg[0] == '-' && arg[1])
+		return p2z_parse_flags(o, arg + 1);
+	if (!o->device) {
+		o->device = arg;
+	} else if (!o->mountpoint) {
+		o->mountpoint = arg;
+	} else {
+		p2z_log(LOG_ERR, "unexpected argument \"%s\"", arg);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Return: 0, 1 if the program is done (help, version), or -errno. */
+static int p2z_parse_args(struct p2z_main_opts *o, int argc, char **argv)
+{
+	int i, ret;
+
+	for (i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
+			p2z_usage(stdout, argv[0]);
+			return 1;
+		}
+		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
+			printf("po2zfs %s, libfuse %s\n", P2Z_VERSION,
+			       fuse_pkgversion());
+			return 1;
+		}
+		ret = p2z_parse_arg(o, argc, argv, &i);
+		if (ret)
+			return ret;
+	}
+	if (!o->device || !o->mountpoint) {
+		p2z_usage(stderr, argv[0]);
+		return -EINVAL;
+	}
+	if (o->debug)
+		o->foreground = true;
+	return 0;
+}
+
+/*
+ * The daemon leaves its working directory when it detaches (and libfuse
+ * unmounts by path), so the mount point is made absolute here.
+ */
+static int p2z_check_mountpoint(struct p2z_main_opts *o)
+{
+	struct stat st;
+
+	if (stat(o->mountpoint, &st) < 0 ||
+	    !realpath(o->mountpoint, o->mountpoint_abs)) {
+		int ret = -errno;
+
+		p2z_log(LOG_ERR, "%s: %s", o->mountpoint, strerror(-ret));
+		return ret;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		p2z_log(LOG_ERR, "%s: not a directory", o->mountpoint);
+		return -ENOTDIR;
+	}
+	return 0;
+}
+
+/* "fsname=DEV", with the commas and backslashes of DEV escaped. */
+static char *p2z_fsname_opt(const char *device)
+{
+	size_t len = strlen("fsname=") + 2 * strlen(device) + 1;
+	char *opt = malloc(len);
+	char *p;
+
+	if (!opt)
+		return NULL;
+	p = opt + sprintf(opt, "fsname=");
+	for (; *device; device++) {
+		if (*device == ',' || *device == '\\')
+			*p++ = '\\';
+		*p++ = *device;
+	}
+	*p = '\0';
+	return opt;
+}
+
+/* argv for fuse_session_new(): name, [-d], -o fsname=DEV,subtype,... */
+static int p2z_fuse_args(struct p2z_main_opts *o, const char *prog,
+			 struct fuse_args *args)
+{
+	char *fsname = p2z_fsname_opt(o->device);
+	char *opts = NULL;
+	int ret = -1;
+
+	if (fsname)
+		ret = fuse_opt_add_arg(args, prog);
+	if (!ret && o->debug)
+		ret = fuse_opt_add_arg(args, "-d");
+	if (!ret)
+		ret = fuse_opt_add_opt(&opts, fsname);
+	if (!ret)
+		ret = fuse_opt_add_opt(&opts,
+				       "subtype=po2zfs,default_permissions");
+	if (!ret && o->zone.rdonly)
+		ret = fuse_opt_add_opt(&opts, "ro");
+	if (!ret && o->fuse_opts[0])
+		ret = fuse_opt_add_opt(&opts, o->fuse_opts);
+	if (!ret)
+		ret = fuse_opt_add_arg(args, "-o");
+	if (!ret)
+		ret = fuse_opt_add_arg(args, opts);
+	free(opts);
+	free(fsname);
+	if (ret) {
+		p2z_log(LOG_ERR, "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+static int p2z_serve(struct fuse_session *se, bool foreground)
+{
+	struct fuse_loop_config *cfg;
+	int ret;
+
+	if (!foreground)
+		p2z_log_to_syslog("po2zfs");
+	if (fuse_daemonize(foreground))
+		return -EIO;
+	cfg = fuse_loop_cfg_create();
+	if (!cfg)
+		return -ENOMEM;
+	fuse_loop_cfg_set_max_threads(cfg, P2Z_MAX_THREADS);
+	/* A signal (SIGTERM, SIGINT) ends the loop with its positive number. */
+	ret = fuse_session_loop_mt(se, cfg);
+	fuse_loop_cfg_destroy(cfg);
+	return ret < 0 ? -EIO : 0;
+}
+
+static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
+			       const char *prog)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct fuse_session *se;
+	int ret;
+
+	ret = p2z_fuse_args(o, prog, &args);
+	if (ret)
+		goto out_free_args;
+	se = fuse_session_new(&args, &p2z_fs_ops, sizeof(p2z_fs_ops), fs);
+	if (!se) {
+		ret = -EINVAL;
+		goto out_free_args;
+	}
+	ret = -EIO;
+	if (fuse_set_signal_handlers(se))
+		goto out_destroy;
+	if (fuse_session_mount(se, o->mountpoint_abs))
+		goto out_remove_handlers;
+	ret = p2z_serve(se, o->foreground);
+	fuse_session_unmount(se);
+out_remove_handlers:
+	fuse_remove_signal_handlers(se);
+out_destroy:
+	fuse_session_destroy(se);
+out_free_args:
+	fuse_opt_free_args(&args);
+	return ret;
+}
+
+static int p2z_run(struct p2z_main_opts *o, const char *prog)
+{
+	struct p2z_zone_table *zt;
+	struct p2z_dev *dev;
+	struct p2z_fs *fs;
+	int ret;
+
+	ret = p2z_check_mountpoint(o);
+	if (ret)
+		return ret;
+	ret = p2z_dev_open(o->device, o->backend[0] ? o->backend : NULL,
+			   o->zone.rdonly ? P2Z_DEV_RDONLY : 0, &dev);
+	if (ret)
+		return ret;
+	ret = p2z_zone_table_open(dev, &o->zone, &zt);
+	if (ret)
+		goto out_close_dev;
+	ret = p2z_fs_alloc(zt, &o->fs, &fs);
+	if (ret)
+		goto out_close_table;
+	ret = p2z_mount_and_serve(o, fs, prog);
+	p2z_fs_free(fs);
+out_close_table:
+	p2z_zone_table_close(zt);
+out_close_dev:
+	p2z_dev_close(dev);
+	return ret;
+}
+
+int main(int argc, char **argv)
+{
+	struct p2z_main_opts o;
+	int ret;
+
+	memset(&o, 0, sizeof(o));
+	o.zone.errors = P2Z_ERRORS_REMOUNT_RO;
+	o.fs.perm = 0640;
+	o.fs.dir_uid = getuid();
+	o.fs.dir_gid = getgid();
+
+	ret = p2z_parse_args(&o, argc, argv);
+	if (ret)
+		return ret > 0 ? 0 : P2Z_EXIT_USAGE;
+	ret = p2z_run(&o, argv[0]);
+	return ret ? P2Z_EXIT_FAIL : 0;
+}
