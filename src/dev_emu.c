@@ -2,14 +2,8 @@
 /*
  * Emulated zoned device in a regular file, behaving like an NVMe ZNS
  * namespace (zone state machine, open/active limits, zone append), plus
- * conventional zones at the start of the device, as SMR drives have.
- *
- * Image layout (all integers little-endian):
- *   [0, 4096)             header (struct emu_hdr, CRC32C protected)
- *   [4096, ...)           zone table: one struct emu_zent per zone
- *   [data_ofs, end)       zone data, zone i at data_ofs + i * zone size;
- *                         data_ofs is the table's end rounded up to 1 MiB
- * The file is sparse: unwritten zones take no space, resets punch holes.
+ * conventional zones at the start of the device, as SMR drives have. The
+ * image format (layout, creation, validation) is emu_image.c's.
  *
  * The zone table is mapped MAP_SHARED, so that a `po2zfs-emu set-zone`
  * process and the process using the device see the same bytes: faults are
@@ -37,11 +31,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
-#include <stdarg.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -49,66 +40,7 @@
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 #include "po2zfs/log.h"
-
-#define EMU_MAGIC "PO2ZEMU\n"
-#define EMU_MAGIC_LEN 8
-#define EMU_VERSION 1
-#define EMU_HDR_BYTES 4096ULL /* the table starts here */
-#define EMU_DATA_ALIGN (1ULL << 20)
-#define EMU_WHY_LEN 256
-
-#define EMU_FAULT_COND                                        \
-	(P2Z_EMU_PENDING_READONLY | P2Z_EMU_PENDING_OFFLINE | \
-	 P2Z_EMU_PENDING_ONLINE)
-#define EMU_FAULT_ALL (EMU_FAULT_COND | P2Z_EMU_PENDING_FAIL_IO)
-
-/* On-disk header, little-endian, 88 bytes at offset 0. */
-struct emu_hdr {
-	uint8_t magic[EMU_MAGIC_LEN];
-	uint32_t version;
-	uint32_t lba_bytes;
-	uint64_t zone_lba;
-	uint64_t cap_lba;
-	uint64_t nr_zones;
-	uint64_t nr_cnv_zones;
-	uint32_t max_open;
-	uint32_t max_active;
-	uint32_t max_append_bytes;
-	uint32_t zent_bytes;
-	uint64_t table_ofs;
-	uint64_t data_ofs;
-	uint32_t reserved;
-	uint32_t crc; /* CRC32C of all the bytes before it */
-};
-_Static_assert(sizeof(struct emu_hdr) == 88, "emu header layout");
-
-/* On-disk zone table entry, little-endian, 16 bytes. */
-struct emu_zent {
-	/* LBAs of data from the zone start (<= capacity); written under the
-	 * zone lock and res_lock */
-	uint64_t wp;
-	uint8_t cond; /* enum p2z_zone_cond; written under res_lock */
-	uint8_t fault; /* P2Z_EMU_PENDING_* bits, set by other processes */
-	uint8_t saved_cond; /* cond before read-only/offline; res_lock */
-	uint8_t reserved[5];
-};
-_Static_assert(sizeof(struct emu_zent) == 16, "emu zone entry layout");
-
-/* Geometry and layout of an image, in host order. */
-struct emu_geom {
-	uint32_t lba_bytes;
-	uint64_t zone_lba;
-	uint64_t cap_lba;
-	uint64_t nr_zones;
-	uint64_t nr_cnv;
-	uint32_t max_open;
-	uint32_t max_active;
-	uint32_t max_append_bytes;
-	uint64_t zone_bytes;
-	uint64_t data_ofs;
-	uint64_t map_bytes; /* header and table */
-	uint64_t file_bytes;
-};
+#include "emu_priv.h"
 
 struct emu_zone {
 	pthread_mutex_t lock;
@@ -119,9 +51,9 @@ struct emu_dev {
 	struct p2z_dev dev;
 	int fd;
 	bool rdonly;
-	struct emu_geom g;
+	struct p2z_emu_geom g;
 	void *map;
-	struct emu_zent *zt; /* in map, shared with other processes */
+	struct p2z_emu_zent *zt; /* in map, shared with other processes */
 	struct emu_zone *zones;
 	pthread_mutex_t res_lock;
 	uint32_t nr_open; /* guarded by res_lock */
@@ -132,35 +64,6 @@ struct emu_dev {
 static struct emu_dev *to_emu(struct p2z_dev *dev)
 {
 	return container_of(dev, struct emu_dev, dev);
-}
-
-static int emu_why(char *why, size_t len, int err, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-
-static int emu_why(char *why, size_t len, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (why && len) {
-		va_start(ap, fmt);
-		vsnprintf(why, len, fmt, ap);
-		va_end(ap);
-	}
-	return err;
-}
-
-static uint32_t emu_crc32c(const void *buf, size_t len)
-{
-	const uint8_t *p = buf;
-	uint32_t crc = ~0U;
-	int k;
-
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82f63b78U & -(crc & 1));
-	}
-	return ~crc;
 }
 
 /* ---- zone table accessors (the table is shared with other processes) */
@@ -242,7 +145,7 @@ static int emu_pread_full(int fd, void *buf, size_t len, uint64_t ofs)
 	return 0;
 }
 
-static int emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs)
+int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs)
 {
 	while (len) {
 		ssize_t ret = pwrite(fd, buf, len, (off_t)ofs);
@@ -285,273 +188,13 @@ static int emu_zero_range(int fd, uint64_t ofs, uint64_t len)
 	while (len) {
 		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
 
-		ret = emu_pwrite_full(fd, zeros, n, ofs);
+		ret = p2z_emu_pwrite_full(fd, zeros, n, ofs);
 		if (ret)
 			return ret;
 		ofs += n;
 		len -= n;
 	}
 	return 0;
-}
-
-/* ---- geometry and validation */
-
-static int emu_check_values(const struct p2z_emu_params *p, char *why,
-			    size_t why_len)
-{
-	uint64_t lba = p->lba_bytes;
-
-	if (lba != 512 && lba != 4096)
-		return emu_why(why, why_len, -EINVAL,
-			       "LBA size %llu is not 512 or 4096",
-			       (unsigned long long)lba);
-	if (!p->zone_bytes || p->zone_bytes % lba)
-		return emu_why(
-			why, why_len, -EINVAL,
-			"zone size %llu is not a non-zero multiple of the LBA size %llu",
-			(unsigned long long)p->zone_bytes,
-			(unsigned long long)lba);
-	if (!p->cap_bytes || p->cap_bytes % lba)
-		return emu_why(
-			why, why_len, -EINVAL,
-			"zone capacity %llu is not a non-zero multiple of the LBA size %llu",
-			(unsigned long long)p->cap_bytes,
-			(unsigned long long)lba);
-	if (p->cap_bytes > p->zone_bytes)
-		return emu_why(why, why_len, -EINVAL,
-			       "zone capacity %llu exceeds the zone size %llu",
-			       (unsigned long long)p->cap_bytes,
-			       (unsigned long long)p->zone_bytes);
-	if (!p->nr_zones || p->nr_zones > P2Z_EMU_MAX_ZONES)
-		return emu_why(why, why_len, -EINVAL,
-			       "number of zones %llu is not within 1..%llu",
-			       (unsigned long long)p->nr_zones,
-			       (unsigned long long)P2Z_EMU_MAX_ZONES);
-	if (p->nr_cnv_zones > p->nr_zones)
-		return emu_why(why, why_len, -EINVAL,
-			       "%llu conventional zones exceed the %llu zones",
-			       (unsigned long long)p->nr_cnv_zones,
-			       (unsigned long long)p->nr_zones);
-	if (p->max_open && p->max_active && p->max_open > p->max_active)
-		return emu_why(why, why_len, -EINVAL,
-			       "max open zones %u exceeds max active zones %u",
-			       p->max_open, p->max_active);
-	if (p->max_append_bytes < lba || p->max_append_bytes % lba ||
-	    p->max_append_bytes > P2Z_EMU_MAX_XFER_BYTES)
-		return emu_why(
-			why, why_len, -EINVAL,
-			"max append %u is not a multiple of the LBA size %llu from %llu to %u",
-			p->max_append_bytes, (unsigned long long)lba,
-			(unsigned long long)lba, P2Z_EMU_MAX_XFER_BYTES);
-	return 0;
-}
-
-/* Validate @p and compute the layout of its image. */
-static int emu_geom_from_params(struct emu_geom *g,
-				const struct p2z_emu_params *p, char *why,
-				size_t why_len)
-{
-	uint64_t table_end, data_bytes;
-	int ret;
-
-	ret = emu_check_values(p, why, why_len);
-	if (ret)
-		return ret;
-	memset(g, 0, sizeof(*g));
-	g->lba_bytes = p->lba_bytes;
-	g->zone_lba = p->zone_bytes / p->lba_bytes;
-	g->cap_lba = p->cap_bytes / p->lba_bytes;
-	g->nr_zones = p->nr_zones;
-	g->nr_cnv = p->nr_cnv_zones;
-	g->max_open = p->max_open;
-	g->max_active = p->max_active;
-	g->max_append_bytes = p->max_append_bytes;
-	g->zone_bytes = p->zone_bytes;
-	/* nr_zones <= 2^20: the table cannot overflow. */
-	table_end = EMU_HDR_BYTES + p->nr_zones * sizeof(struct emu_zent);
-	g->map_bytes = table_end;
-	g->data_ofs = (table_end + EMU_DATA_ALIGN - 1) / EMU_DATA_ALIGN *
-		      EMU_DATA_ALIGN;
-	if (__builtin_mul_overflow(p->zone_bytes, p->nr_zones, &data_bytes) ||
-	    __builtin_add_overflow(data_bytes, g->data_ofs, &g->file_bytes) ||
-	    g->file_bytes > (uint64_t)INT64_MAX)
-		return emu_why(why, why_len, -EOVERFLOW,
-			       "%llu zones of %llu bytes do not fit in a file",
-			       (unsigned long long)p->nr_zones,
-			       (unsigned long long)p->zone_bytes);
-	return 0;
-}
-
-int p2z_emu_check_params(const struct p2z_emu_params *p, char *why,
-			 size_t why_len)
-{
-	struct emu_geom g;
-
-	return emu_geom_from_params(&g, p, why, why_len);
-}
-
-static void emu_hdr_encode(struct emu_hdr *h, const struct emu_geom *g)
-{
-	memset(h, 0, sizeof(*h));
-	memcpy(h->magic, EMU_MAGIC, EMU_MAGIC_LEN);
-	h->version = htole32(EMU_VERSION);
-	h->lba_bytes = htole32(g->lba_bytes);
-	h->zone_lba = htole64(g->zone_lba);
-	h->cap_lba = htole64(g->cap_lba);
-	h->nr_zones = htole64(g->nr_zones);
-	h->nr_cnv_zones = htole64(g->nr_cnv);
-	h->max_open = htole32(g->max_open);
-	h->max_active = htole32(g->max_active);
-	h->max_append_bytes = htole32(g->max_append_bytes);
-	h->zent_bytes = htole32(sizeof(struct emu_zent));
-	h->table_ofs = htole64(EMU_HDR_BYTES);
-	h->data_ofs = htole64(g->data_ofs);
-	h->crc = htole32(emu_crc32c(h, offsetof(struct emu_hdr, crc)));
-}
-
-/* Header fields to params; -EUCLEAN if they overflow a byte count. */
-static int emu_hdr_params(const struct emu_hdr *h, struct p2z_emu_params *p,
-			  char *why, size_t why_len)
-{
-	uint64_t lba = le32toh(h->lba_bytes);
-
-	memset(p, 0, sizeof(*p));
-	p->lba_bytes = le32toh(h->lba_bytes);
-	p->nr_zones = le64toh(h->nr_zones);
-	p->nr_cnv_zones = le64toh(h->nr_cnv_zones);
-	p->max_open = le32toh(h->max_open);
-	p->max_active = le32toh(h->max_active);
-	p->max_append_bytes = le32toh(h->max_append_bytes);
-	if (__builtin_mul_overflow(le64toh(h->zone_lba), lba, &p->zone_bytes) ||
-	    __builtin_mul_overflow(le64toh(h->cap_lba), lba, &p->cap_bytes))
-		return emu_why(why, why_len, -EUCLEAN,
-			       "zone size or capacity overflows");
-	return 0;
-}
-
-/* Read and check the header of the image open on @fd; fill @g. */
-static int emu_load_hdr(int fd, struct emu_geom *g, char *why, size_t len)
-{
-	char sub[EMU_WHY_LEN] = "";
-	struct p2z_emu_params p;
-	struct emu_hdr h;
-	struct stat st;
-	ssize_t n;
-	int ret;
-
-	if (fstat(fd, &st) < 0)
-		return emu_why(why, len, -errno, "%s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return emu_why(why, len, -EINVAL, "not a regular file");
-	n = pread(fd, &h, sizeof(h), 0);
-	if (n < 0)
-		return emu_why(why, len, -errno, "%s", strerror(errno));
-	if ((size_t)n < EMU_MAGIC_LEN ||
-	    memcmp(h.magic, EMU_MAGIC, EMU_MAGIC_LEN))
-		return emu_why(why, len, -EINVAL,
-			       "not an emulated zoned device image (no magic)");
-	if ((size_t)n < sizeof(h) || st.st_size < (off_t)EMU_HDR_BYTES)
-		return emu_why(why, len, -EUCLEAN,
-			       "image truncated inside its header");
-	if (le32toh(h.version) != EMU_VERSION)
-		return emu_why(why, len, -EUCLEAN,
-			       "unsupported image version %u (expected %u)",
-			       le32toh(h.version), EMU_VERSION);
-	if (le32toh(h.crc) != emu_crc32c(&h, offsetof(struct emu_hdr, crc)))
-		return emu_why(why, len, -EUCLEAN, "header checksum mismatch");
-	ret = emu_hdr_params(&h, &p, sub, sizeof(sub));
-	if (!ret)
-		ret = emu_geom_from_params(g, &p, sub, sizeof(sub));
-	if (ret)
-		return emu_why(why, len, -EUCLEAN, "inconsistent geometry: %s",
-			       sub);
-	if (le32toh(h.zent_bytes) != sizeof(struct emu_zent) ||
-	    le64toh(h.table_ofs) != EMU_HDR_BYTES ||
-	    le64toh(h.data_ofs) != g->data_ofs)
-		return emu_why(why, len, -EUCLEAN, "inconsistent layout");
-	if ((uint64_t)st.st_size < g->file_bytes)
-		return emu_why(why, len, -EUCLEAN,
-			       "image truncated: %lld bytes, expected %llu",
-			       (long long)st.st_size,
-			       (unsigned long long)g->file_bytes);
-	return 0;
-}
-
-static bool emu_cond_is_valid(uint8_t cond, bool cnv)
-{
-	switch (cond) {
-	case P2Z_ZONE_COND_READONLY:
-	case P2Z_ZONE_COND_OFFLINE:
-		return true;
-	case P2Z_ZONE_COND_NOT_WP:
-		return cnv;
-	case P2Z_ZONE_COND_EMPTY:
-	case P2Z_ZONE_COND_IMP_OPEN:
-	case P2Z_ZONE_COND_EXP_OPEN:
-	case P2Z_ZONE_COND_CLOSED:
-	case P2Z_ZONE_COND_FULL:
-		return !cnv;
-	}
-	return false;
-}
-
-static int emu_check_table(const struct emu_zent *zt, const struct emu_geom *g,
-			   char *why, size_t len)
-{
-	uint64_t zidx;
-
-	for (zidx = 0; zidx < g->nr_zones; zidx++) {
-		bool cnv = zidx < g->nr_cnv;
-		uint64_t wp = le64toh(
-			__atomic_load_n(&zt[zidx].wp, __ATOMIC_ACQUIRE));
-		uint8_t cond =
-			__atomic_load_n(&zt[zidx].cond, __ATOMIC_ACQUIRE);
-		uint8_t fault =
-			__atomic_load_n(&zt[zidx].fault, __ATOMIC_RELAXED);
-
-		if (!emu_cond_is_valid(cond, cnv))
-			return emu_why(why, len, -EUCLEAN,
-				       "zone %llu: invalid condition 0x%x",
-				       (unsigned long long)zidx, cond);
-		if (wp > (cnv ? 0 : g->cap_lba) ||
-		    (cond == P2Z_ZONE_COND_EMPTY && wp))
-			return emu_why(
-				why, len, -EUCLEAN,
-				"zone %llu: write pointer %llu outside the zone",
-				(unsigned long long)zidx,
-				(unsigned long long)wp);
-		if (fault & ~EMU_FAULT_ALL)
-			return emu_why(why, len, -EUCLEAN,
-				       "zone %llu: invalid fault bits 0x%x",
-				       (unsigned long long)zidx, fault);
-	}
-	return 0;
-}
-
-/* Map header and table; @fd is open read-write unless @rdonly. */
-static int emu_map(int fd, const struct emu_geom *g, bool rdonly, void **mapp,
-		   char *why, size_t len)
-{
-	int prot = PROT_READ | (rdonly ? 0 : PROT_WRITE);
-	void *map;
-
-	map = mmap(NULL, g->map_bytes, prot, MAP_SHARED, fd, 0);
-	if (map == MAP_FAILED)
-		return emu_why(why, len, -errno, "mmap: %s", strerror(errno));
-	*mapp = map;
-	return 0;
-}
-
-/* open(2) an existing image; a directory is "not a regular file". */
-static int emu_open_file(const char *path, int flags, char *why, size_t len)
-{
-	int fd = open(path, flags | O_CLOEXEC | O_NONBLOCK);
-
-	if (fd >= 0)
-		return fd;
-	if (errno == EISDIR)
-		return emu_why(why, len, -EINVAL, "not a regular file");
-	return emu_why(why, len, -errno, "%s", strerror(errno));
 }
 
 /* ---- faults */
@@ -621,8 +264,9 @@ static int __emu_zone_apply_faults(struct emu_dev *e, uint64_t zidx, bool io)
 
 	if (e->rdonly || !__atomic_load_n(&e->zt[zidx].fault, __ATOMIC_RELAXED))
 		return 0;
-	f = emu_take_faults(e, zidx, io ? EMU_FAULT_ALL : EMU_FAULT_COND);
-	if (f & EMU_FAULT_COND) {
+	f = emu_take_faults(e, zidx,
+			    io ? P2Z_EMU_PENDING_ALL : P2Z_EMU_PENDING_COND);
+	if (f & P2Z_EMU_PENDING_COND) {
 		pthread_mutex_lock(&e->res_lock);
 		if (f & P2Z_EMU_PENDING_ONLINE)
 			__emu_zone_online(e, zidx);
@@ -780,7 +424,7 @@ static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
 	if (status)
 		return p2z_dev_nvme_status_errno(status);
 	ofs = emu_file_ofs(e, zidx, wp);
-	ret = emu_pwrite_full(e->fd, buf, nlb * e->g.lba_bytes, ofs);
+	ret = p2z_emu_pwrite_full(e->fd, buf, nlb * e->g.lba_bytes, ofs);
 	if (ret)
 		return emu_host_error(e, "write", ofs, ret);
 
@@ -871,7 +515,7 @@ static ssize_t emu_cnv_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_OFFLINE);
 	if (nlb > e->g.zone_lba - rel)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_BOUNDARY);
-	ret = emu_pwrite_full(e->fd, buf, nlb * e->g.lba_bytes, fofs);
+	ret = p2z_emu_pwrite_full(e->fd, buf, nlb * e->g.lba_bytes, fofs);
 	if (ret)
 		return emu_host_error(e, "write", fofs, ret);
 	return (ssize_t)(nlb * e->g.lba_bytes);
@@ -1035,7 +679,7 @@ static void emu_free(struct emu_dev *e)
 	free(e);
 }
 
-static int emu_alloc(struct emu_dev **ep, const struct emu_geom *g, int fd,
+static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		     void *map, bool rdonly)
 {
 	struct emu_dev *e;
@@ -1056,7 +700,7 @@ static int emu_alloc(struct emu_dev **ep, const struct emu_geom *g, int fd,
 	e->rdonly = rdonly;
 	e->g = *g;
 	e->map = map;
-	e->zt = (struct emu_zent *)((char *)map + EMU_HDR_BYTES);
+	e->zt = p2z_emu_table(map);
 	e->dev.ops = &p2z_dev_emu_ops;
 	e->dev.info = (struct p2z_dev_info){
 		.lba_bytes = g->lba_bytes,
@@ -1102,51 +746,28 @@ static int emu_do_open(const char *path, unsigned int flags,
 		       struct emu_dev **ep, char *why, size_t len)
 {
 	bool rdonly = flags & P2Z_DEV_RDONLY;
-	struct emu_geom g;
-	void *map = NULL;
+	struct p2z_emu_geom g;
+	void *map;
 	int fd, ret;
 
-	fd = emu_open_file(path, rdonly ? O_RDONLY : O_RDWR, why, len);
-	if (fd < 0)
-		return fd;
-	/* One writer at a time; readers (report) need no lock. */
-	if (!rdonly && flock(fd, LOCK_EX | LOCK_NB) < 0) {
-		ret = errno == EWOULDBLOCK ?
-			      emu_why(why, len, -EBUSY,
-				      "in use by another process") :
-			      emu_why(why, len, -errno, "flock: %s",
-				      strerror(errno));
-		goto out_close;
-	}
-	ret = emu_load_hdr(fd, &g, why, len);
+	ret = p2z_emu_image_load(path, rdonly, &fd, &g, &map, why, len);
 	if (ret)
-		goto out_close;
-	ret = emu_map(fd, &g, rdonly, &map, why, len);
-	if (ret)
-		goto out_close;
-	ret = emu_check_table((struct emu_zent *)((char *)map + EMU_HDR_BYTES),
-			      &g, why, len);
-	if (ret)
-		goto out_unmap;
+		return ret;
 	ret = emu_alloc(ep, &g, fd, map, rdonly);
 	if (ret) {
-		emu_why(why, len, ret, "out of memory");
-		goto out_unmap;
+		p2z_emu_why(why, len, ret, "out of memory");
+		munmap(map, g.map_bytes);
+		close(fd);
+		return ret;
 	}
 	if (!rdonly)
 		emu_power_cycle(*ep);
 	return 0;
-
-out_unmap:
-	munmap(map, g.map_bytes);
-out_close:
-	close(fd);
-	return ret;
 }
 
 static int emu_open(const char *path, unsigned int flags, struct p2z_dev **devp)
 {
-	char why[EMU_WHY_LEN];
+	char why[P2Z_EMU_WHY_LEN];
 	struct emu_dev *e;
 	int ret;
 
@@ -1166,7 +787,7 @@ static void emu_close(struct p2z_dev *dev)
 
 static int emu_probe(const char *path)
 {
-	char magic[EMU_MAGIC_LEN];
+	char magic[P2Z_EMU_MAGIC_LEN];
 	struct stat st;
 	int fd, ok;
 
@@ -1175,7 +796,7 @@ static int emu_probe(const char *path)
 		return 0;
 	ok = !fstat(fd, &st) && S_ISREG(st.st_mode) &&
 	     pread(fd, magic, sizeof(magic), 0) == (ssize_t)sizeof(magic) &&
-	     !memcmp(magic, EMU_MAGIC, EMU_MAGIC_LEN);
+	     !memcmp(magic, P2Z_EMU_MAGIC, P2Z_EMU_MAGIC_LEN);
 	close(fd);
 	return ok;
 }
@@ -1193,218 +814,14 @@ const struct p2z_dev_ops p2z_dev_emu_ops = {
 	.flush = emu_flush,
 };
 
-/* ---- images */
-
-static int emu_open_for_create(const char *path, bool force, bool *created,
-			       char *why, size_t len)
-{
-	int fd;
-
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-	if (fd >= 0) {
-		*created = true;
-		return fd;
-	}
-	if (errno != EEXIST)
-		return emu_why(why, len, -errno, "%s", strerror(errno));
-	if (!force)
-		return emu_why(why, len, -EEXIST,
-			       "already exists (force to overwrite)");
-	*created = false;
-	/* O_NONBLOCK: do not hang on a FIFO before refusing it. */
-	return emu_open_file(path, O_RDWR, why, len);
-}
-
-static int emu_write_table(int fd, const struct emu_geom *g, char *why,
-			   size_t len)
-{
-	struct emu_zent buf[256];
-	uint64_t zidx = 0, i, n;
-	int ret;
-
-	while (zidx < g->nr_zones) {
-		n = g->nr_zones - zidx < 256 ? g->nr_zones - zidx : 256;
-		memset(buf, 0, sizeof(buf));
-		for (i = 0; i < n; i++)
-			buf[i].cond = zidx + i < g->nr_cnv ?
-					      P2Z_ZONE_COND_NOT_WP :
-					      P2Z_ZONE_COND_EMPTY;
-		ret = emu_pwrite_full(fd, buf, n * sizeof(buf[0]),
-				      EMU_HDR_BYTES + zidx * sizeof(buf[0]));
-		if (ret)
-			return emu_why(why, len, ret,
-				       "writing the zone table: %s",
-				       strerror(-ret));
-		zidx += n;
-	}
-	return 0;
-}
-
-/* Fill the file open on @fd with an empty device; the header goes last. */
-static int emu_format(int fd, const struct emu_geom *g, char *why, size_t len)
-{
-	struct emu_hdr h;
-	struct stat st;
-	int ret;
-
-	if (fstat(fd, &st) < 0)
-		return emu_why(why, len, -errno, "%s", strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return emu_why(why, len, -EINVAL, "not a regular file");
-	if (flock(fd, LOCK_EX | LOCK_NB) < 0)
-		return errno == EWOULDBLOCK ?
-			       emu_why(why, len, -EBUSY,
-				       "in use by another process") :
-			       emu_why(why, len, -errno, "flock: %s",
-				       strerror(errno));
-	if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)g->file_bytes) < 0)
-		return emu_why(why, len, -errno,
-			       "sizing the image to %llu bytes: %s",
-			       (unsigned long long)g->file_bytes,
-			       strerror(errno));
-	ret = emu_write_table(fd, g, why, len);
-	if (ret)
-		return ret;
-	emu_hdr_encode(&h, g);
-	ret = emu_pwrite_full(fd, &h, sizeof(h), 0);
-	if (!ret && fsync(fd) < 0)
-		ret = -errno;
-	if (ret)
-		return emu_why(why, len, ret, "writing the header: %s",
-			       strerror(-ret));
-	return 0;
-}
-
-int p2z_emu_create(const char *path, const struct p2z_emu_params *p, bool force)
-{
-	char why[EMU_WHY_LEN];
-	bool created = false;
-	struct emu_geom g;
-	int fd, ret;
-
-	ret = emu_geom_from_params(&g, p, why, sizeof(why));
-	if (ret)
-		goto out_log;
-	fd = emu_open_for_create(path, force, &created, why, sizeof(why));
-	if (fd < 0) {
-		ret = fd;
-		goto out_log;
-	}
-	ret = emu_format(fd, &g, why, sizeof(why));
-	close(fd);
-	if (ret && created)
-		unlink(path);
-	if (!ret)
-		return 0;
-out_log:
-	p2z_log(LOG_ERR, "%s: %s", path, why);
-	return ret;
-}
-
-static void emu_geom_params(const struct emu_geom *g, struct p2z_emu_params *p)
-{
-	p->lba_bytes = g->lba_bytes;
-	p->zone_bytes = g->zone_bytes;
-	p->cap_bytes = g->cap_lba * g->lba_bytes;
-	p->nr_zones = g->nr_zones;
-	p->nr_cnv_zones = g->nr_cnv;
-	p->max_open = g->max_open;
-	p->max_active = g->max_active;
-	p->max_append_bytes = g->max_append_bytes;
-}
-
-int p2z_emu_check_image(const char *path, struct p2z_emu_params *p, char *why,
-			size_t why_len)
+int p2z_emu_apply_faults(const char *path, char *why, size_t why_len)
 {
 	struct emu_dev *e;
 	int ret;
 
-	ret = emu_do_open(path, P2Z_DEV_RDONLY, &e, why, why_len);
-	if (ret)
-		return ret;
-	if (p)
-		emu_geom_params(&e->g, p);
-	emu_free(e);
-	return 0;
-}
-
-/* Record a fault in a shared fault byte; the last condition fault wins. */
-static void emu_record_fault(uint8_t *f, enum p2z_emu_fault fault)
-{
-	uint8_t old = __atomic_load_n(f, __ATOMIC_RELAXED), new;
-
-	do {
-		switch (fault) {
-		case P2Z_EMU_FAULT_CLEAR:
-			new = 0;
-			break;
-		case P2Z_EMU_FAULT_FAIL_NEXT_IO:
-			new = old | P2Z_EMU_PENDING_FAIL_IO;
-			break;
-		case P2Z_EMU_FAULT_READONLY:
-			new = (old & ~EMU_FAULT_COND) |
-			      P2Z_EMU_PENDING_READONLY;
-			break;
-		case P2Z_EMU_FAULT_OFFLINE:
-			new = (old & ~EMU_FAULT_COND) | P2Z_EMU_PENDING_OFFLINE;
-			break;
-		default:
-			new = (old & ~EMU_FAULT_COND) | P2Z_EMU_PENDING_ONLINE;
-			break;
-		}
-	} while (!__atomic_compare_exchange_n(
-		f, &old, new, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
-}
-
-static int emu_do_set_fault(const char *path, uint64_t zidx,
-			    enum p2z_emu_fault fault, char *why, size_t len)
-{
-	struct emu_zent *zt;
-	struct emu_dev *e;
-	struct emu_geom g;
-	void *map = NULL;
-	int fd, ret;
-
-	if ((unsigned int)fault > P2Z_EMU_FAULT_FAIL_NEXT_IO)
-		return emu_why(why, len, -EINVAL, "unknown fault %d", fault);
-	fd = emu_open_file(path, O_RDWR, why, len);
-	if (fd < 0)
-		return fd;
-	ret = emu_load_hdr(fd, &g, why, len);
-	if (!ret && zidx >= g.nr_zones)
-		ret = emu_why(why, len, -EINVAL,
-			      "zone %llu out of range (%llu zones)",
-			      (unsigned long long)zidx,
-			      (unsigned long long)g.nr_zones);
-	if (!ret)
-		ret = emu_map(fd, &g, false, &map, why, len);
-	close(fd);
-	if (ret)
-		return ret;
-	zt = (struct emu_zent *)((char *)map + EMU_HDR_BYTES);
-	emu_record_fault(&zt[zidx].fault, fault);
-	munmap(map, g.map_bytes);
-
-	if (fault == P2Z_EMU_FAULT_CLEAR || fault == P2Z_EMU_FAULT_FAIL_NEXT_IO)
-		return 0;
-	/* Nobody is using the image: apply the condition change now, by
-	 * opening it (which applies pending faults). Else its user will. */
-	ret = emu_do_open(path, 0, &e, why, len);
-	if (ret == -EBUSY)
-		return 0;
+	ret = emu_do_open(path, 0, &e, why, why_len);
 	if (!ret)
 		emu_free(e);
-	return ret;
-}
-
-int p2z_emu_set_fault(const char *path, uint64_t zidx, enum p2z_emu_fault fault)
-{
-	char why[EMU_WHY_LEN];
-	int ret;
-
-	ret = emu_do_set_fault(path, zidx, fault, why, sizeof(why));
-	if (ret)
-		p2z_log(LOG_ERR, "%s: %s", path, why);
 	return ret;
 }
 
@@ -1418,42 +835,5 @@ int p2z_emu_pending_faults(struct p2z_dev *dev, uint64_t zidx)
 	if (zidx >= e->g.nr_zones)
 		return -EINVAL;
 	return __atomic_load_n(&e->zt[zidx].fault, __ATOMIC_ACQUIRE) &
-	       EMU_FAULT_ALL;
-}
-
-static const struct {
-	const char *word;
-	enum p2z_emu_fault fault;
-} emu_fault_words[] = {
-	{ "clear", P2Z_EMU_FAULT_CLEAR },
-	{ "read-only", P2Z_EMU_FAULT_READONLY },
-	{ "offline", P2Z_EMU_FAULT_OFFLINE },
-	{ "online", P2Z_EMU_FAULT_ONLINE },
-	{ "fail-next-io", P2Z_EMU_FAULT_FAIL_NEXT_IO },
-};
-
-#define EMU_NR_FAULT_WORDS \
-	(sizeof(emu_fault_words) / sizeof(emu_fault_words[0]))
-
-int p2z_emu_fault_parse(const char *word, enum p2z_emu_fault *fault)
-{
-	size_t i;
-
-	for (i = 0; i < EMU_NR_FAULT_WORDS; i++) {
-		if (!strcmp(word, emu_fault_words[i].word)) {
-			*fault = emu_fault_words[i].fault;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-const char *p2z_emu_fault_name(enum p2z_emu_fault fault)
-{
-	size_t i;
-
-	for (i = 0; i < EMU_NR_FAULT_WORDS; i++)
-		if (emu_fault_words[i].fault == fault)
-			return emu_fault_words[i].word;
-	return "unknown";
+	       P2Z_EMU_PENDING_ALL;
 }

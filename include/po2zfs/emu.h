@@ -67,7 +67,7 @@ enum p2z_emu_fault {
 #define P2Z_EMU_PENDING_FAIL_IO (1U << 2)
 #define P2Z_EMU_PENDING_ONLINE (1U << 3)
 
-/* dev_emu.c */
+/* emu_image.c */
 
 /**
  * p2z_emu_check_params() - validate the geometry of a new image
@@ -133,6 +133,8 @@ int p2z_emu_check_image(const char *path, struct p2z_emu_params *p, char *why,
 int p2z_emu_set_fault(const char *path, uint64_t zidx,
 		      enum p2z_emu_fault fault);
 
+/* dev_emu.c */
+
 /**
  * p2z_emu_pending_faults() - faults set on a zone and not applied yet
  * @dev: a device of the emu backend
@@ -142,6 +144,8 @@ int p2z_emu_set_fault(const char *path, uint64_t zidx,
  * or @zidx is out of range.
  */
 int p2z_emu_pending_faults(struct p2z_dev *dev, uint64_t zidx);
+
+/* emu_image.c */
 
 /**
  * p2z_emu_fault_parse() - parse a fault word

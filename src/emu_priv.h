@@ -1,0 +1,131 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * Internal interface between the two halves of the emu backend, for them
+ * alone: emu_image.c knows the image format (create, validate, faults set
+ * from another process) and dev_emu.c runs the device (zone state machine,
+ * I/O, applying faults). The image layout is described in emu_image.c.
+ */
+#ifndef PO2ZFS_EMU_PRIV_H
+#define PO2ZFS_EMU_PRIV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "po2zfs/emu.h"
+
+#define P2Z_EMU_MAGIC "PO2ZEMU\n"
+#define P2Z_EMU_MAGIC_LEN 8
+#define P2Z_EMU_HDR_BYTES 4096ULL /* the zone table starts here */
+#define P2Z_EMU_WHY_LEN 256 /* room for a one-line reason */
+
+/* Pending fault bits that change a zone's condition, and all of them. */
+#define P2Z_EMU_PENDING_COND                                  \
+	(P2Z_EMU_PENDING_READONLY | P2Z_EMU_PENDING_OFFLINE | \
+	 P2Z_EMU_PENDING_ONLINE)
+#define P2Z_EMU_PENDING_ALL (P2Z_EMU_PENDING_COND | P2Z_EMU_PENDING_FAIL_IO)
+
+/* On-disk zone table entry, little-endian, 16 bytes. */
+struct p2z_emu_zent {
+	/* LBAs of data from the zone start (<= capacity); written under the
+	 * zone lock and res_lock */
+	uint64_t wp;
+	uint8_t cond; /* enum p2z_zone_cond; written under res_lock */
+	uint8_t fault; /* P2Z_EMU_PENDING_* bits, set by other processes */
+	uint8_t saved_cond; /* cond before read-only/offline; res_lock */
+	uint8_t reserved[5];
+};
+_Static_assert(sizeof(struct p2z_emu_zent) == 16, "emu zone entry layout");
+
+/* Geometry and layout of an image, in host order. */
+struct p2z_emu_geom {
+	uint32_t lba_bytes;
+	uint64_t zone_lba;
+	uint64_t cap_lba;
+	uint64_t nr_zones;
+	uint64_t nr_cnv;
+	uint32_t max_open;
+	uint32_t max_active;
+	uint32_t max_append_bytes;
+	uint64_t zone_bytes;
+	uint64_t data_ofs;
+	uint64_t map_bytes; /* header and table */
+	uint64_t file_bytes;
+};
+
+/**
+ * p2z_emu_table() - the zone table in a mapping of an image
+ * @map: header and table, as p2z_emu_image_load() maps them
+ *
+ * Return: the first zone table entry.
+ */
+static inline struct p2z_emu_zent *p2z_emu_table(void *map)
+{
+	return (struct p2z_emu_zent *)((char *)map + P2Z_EMU_HDR_BYTES);
+}
+
+/* emu_image.c */
+
+/**
+ * p2z_emu_why() - give a one-line reason for an error
+ * @why: if not NULL, receives the reason formatted from @fmt
+ * @len: size of @why
+ * @err: the error to return
+ * @fmt: printf format of the reason
+ *
+ * Return: @err.
+ */
+int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/**
+ * p2z_emu_image_load() - open, check and map an image
+ * @path: image path
+ * @rdonly: open read-only; else read-write under the exclusive writer lock
+ * @fdp: receives the open file
+ * @g: receives the image's geometry
+ * @mapp: receives the header and zone table, mapped MAP_SHARED
+ *	  (@g->map_bytes long; writable unless @rdonly)
+ * @why: if not NULL, receives a one-line reason on failure
+ * @why_len: size of @why
+ *
+ * Checks the header and every zone table entry. Does not log. On success
+ * the caller owns *@fdp and *@mapp.
+ *
+ * Return: 0, -EINVAL (not an image), -EUCLEAN (damaged image), -EBUSY if
+ * !@rdonly and another process has the image open for writing, or a system
+ * call's -errno.
+ */
+int p2z_emu_image_load(const char *path, bool rdonly, int *fdp,
+		       struct p2z_emu_geom *g, void **mapp, char *why,
+		       size_t why_len);
+
+/* dev_emu.c */
+
+/**
+ * p2z_emu_pwrite_full() - write all of a buffer to a file
+ * @fd: file
+ * @buf: data
+ * @len: bytes to write
+ * @ofs: file offset
+ *
+ * Return: 0 or a system call's -errno.
+ */
+int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs);
+
+/**
+ * p2z_emu_apply_faults() - apply the faults pending on an unused image
+ * @path: image path
+ * @why: if not NULL, receives a one-line reason on failure
+ * @why_len: size of @why
+ *
+ * Opens the image for writing and closes it again: a power cycle, which
+ * applies the condition faults set while nobody used the image. Does not
+ * log.
+ *
+ * Return: 0, -EBUSY if another process has the image open for writing,
+ * -ENOMEM, or an error of p2z_emu_image_load().
+ */
+int p2z_emu_apply_faults(const char *path, char *why, size_t why_len);
+
+#endif /* PO2ZFS_EMU_PRIV_H */
