@@ -21,13 +21,14 @@
  * pointer is simply EINVAL, as in zonefs. Each zone's wr_lock serialises
  * what remains (two files on one zone: its seq file and po2).
  *
- * Page cache. Files opened for writing (and O_DIRECT opens) are direct-io,
- * and so is po2 (see p2z_fs_node_may_cache()); read-only opens of zone
- * files use the page cache without FOPEN_KEEP_CACHE, so every open drops
- * stale pages. Zone file attributes have a timeout of 0 and the
- * kernel's auto_inval_data refreshes the size before reads past it; the
- * mtime changes with every write, reset and finish, so cached pages of a
- * rewritten zone are dropped too.
+ * Page cache. Sequential zone files opened for writing (and O_DIRECT opens)
+ * are direct-io, and so is po2 (see p2z_fs_node_may_cache()); other opens
+ * of zone files use the page cache without FOPEN_KEEP_CACHE, so every open
+ * drops stale pages. The writeback cache stays off: writes through the page
+ * cache reach the daemon before write(2) returns. Zone file attributes have
+ * a timeout of 0 and the kernel's auto_inval_data refreshes the size before
+ * reads past it; the mtime changes with every write, reset and finish, so
+ * cached pages of a rewritten zone are dropped too.
  *
  * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
  */
@@ -58,7 +59,6 @@
 #define P2Z_FS_BUF_BYTES (P2Z_FS_MAX_WRITE + 2 * 65536)
 #define P2Z_FS_POOL_MAX 32
 #define P2Z_FS_NAME_MAX 255
-#define P2Z_FS_XATTR_MAX (PATH_MAX + 32)
 
 enum p2z_fs_kind {
 	P2Z_FS_ROOT,
@@ -237,12 +237,6 @@ static void p2z_fs_touch(struct p2z_fs *fs, fuse_ino_t ino)
 	pthread_mutex_unlock(&fs->attr_lock);
 }
 
-/* Entries of the root directory, in readdir order. */
-static uint64_t p2z_fs_root_nr_entries(const struct p2z_fs *fs)
-{
-	return fs->zt->nr_cnv ? 3 : 2;
-}
-
 /* Mode bits of a zone file: zonefs drops write (read-only zone) or all
  * (offline zone) permissions. */
 static mode_t p2z_fs_zone_mode(mode_t mode, unsigned int zflags)
@@ -259,18 +253,10 @@ static void p2z_fs_stat_dir(const struct p2z_fs *fs,
 {
 	st->st_mode |= S_IFDIR;
 	st->st_nlink = 2;
-	switch (n->kind) {
-	case P2Z_FS_ROOT:
+	if (n->kind == P2Z_FS_ROOT)
 		st->st_nlink = fs->zt->nr_cnv ? 4 : 3;
-		st->st_size = p2z_fs_root_nr_entries(fs);
-		break;
-	case P2Z_FS_SEQ_DIR:
-		st->st_size = fs->zt->nr_seq;
-		break;
-	default:
-		st->st_size = fs->zt->nr_cnv;
-		break;
-	}
+	/* As zonefs: a directory's size is its number of files. */
+	st->st_size = (off_t)p2z_dir_nr_files(fs->zt, n->ino);
 }
 
 static int p2z_fs_stat(struct p2z_fs *fs, const struct p2z_fs_node *n,
@@ -321,73 +307,18 @@ static double p2z_fs_attr_timeout(const struct p2z_fs_node *n)
 
 /* ---- names ---- */
 
-/* A decimal file name without sign, spaces or leading zeros. */
-static int p2z_fs_parse_index(const char *name, uint64_t nr, uint64_t *idx)
-{
-	uint64_t v = 0;
-	const char *p;
-
-	if (!*name || (name[0] == '0' && name[1]))
-		return -ENOENT;
-	for (p = name; *p; p++) {
-		if (*p < '0' || *p > '9')
-			return -ENOENT;
-		if (v > (UINT64_MAX - 9) / 10)
-			return -ENOENT;
-		v = v * 10 + (uint64_t)(*p - '0');
-	}
-	if (v >= nr)
-		return -ENOENT;
-	*idx = v;
-	return 0;
-}
-
-static int p2z_fs_lookup_ino(const struct p2z_fs *fs,
-			     const struct p2z_fs_node *parent, const char *name,
-			     fuse_ino_t *ino)
-{
-	const struct p2z_zone_table *zt = fs->zt;
-	uint64_t idx;
-	int ret;
-
-	switch (parent->kind) {
-	case P2Z_FS_ROOT:
-		if (!strcmp(name, "seq"))
-			*ino = P2Z_FS_INO_SEQ;
-		else if (!strcmp(name, "cnv") && zt->nr_cnv)
-			*ino = P2Z_FS_INO_CNV;
-		else if (!strcmp(name, "po2"))
-			*ino = P2Z_FS_INO_PO2;
-		else
-			return -ENOENT;
-		return 0;
-	case P2Z_FS_SEQ_DIR:
-		ret = p2z_fs_parse_index(name, zt->nr_seq, &idx);
-		if (!ret)
-			*ino = P2Z_FS_INO_ZONE0 + zt->seq_zidx[idx];
-		return ret;
-	case P2Z_FS_CNV_DIR:
-		ret = p2z_fs_parse_index(name, zt->nr_cnv, &idx);
-		if (!ret)
-			*ino = P2Z_FS_INO_ZONE0 + zt->cnv_zidx[idx];
-		return ret;
-	default:
-		return -ENOTDIR;
-	}
-}
-
 static void p2z_fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct fuse_entry_param e;
 	struct p2z_fs_node pn = { 0 }, n = { 0 };
-	fuse_ino_t ino = 0;
+	uint64_t ino = 0;
 	int ret;
 
 	memset(&e, 0, sizeof(e));
 	ret = p2z_fs_node_of(fs, parent, &pn);
 	if (!ret)
-		ret = p2z_fs_lookup_ino(fs, &pn, name, &ino);
+		ret = p2z_dir_lookup(fs->zt, parent, name, &ino);
 	if (!ret)
 		ret = p2z_fs_node_of(fs, ino, &n);
 	if (!ret)
@@ -514,51 +445,6 @@ static void p2z_fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 
 /* ---- directories ---- */
 
-/* Entry i of a directory: ".", "..", then its files. */
-static int p2z_fs_dirent(const struct p2z_fs *fs, const struct p2z_fs_node *n,
-			 uint64_t i, char *name, size_t name_len,
-			 struct stat *st)
-{
-	static const char *const root_names[] = { "seq", "cnv", "po2" };
-	static const fuse_ino_t root_inos[] = { P2Z_FS_INO_SEQ, P2Z_FS_INO_CNV,
-						P2Z_FS_INO_PO2 };
-	const struct p2z_zone_table *zt = fs->zt;
-
-	memset(st, 0, sizeof(*st));
-	st->st_mode = S_IFDIR;
-	if (i < 2) {
-		snprintf(name, name_len, "%s", i ? ".." : ".");
-		st->st_ino = i ? P2Z_FS_INO_ROOT : n->ino;
-		return 0;
-	}
-	i -= 2;
-	switch (n->kind) {
-	case P2Z_FS_ROOT:
-		if (i >= p2z_fs_root_nr_entries(fs))
-			return -ENOENT;
-		if (!zt->nr_cnv && i)
-			i++; /* skip cnv */
-		snprintf(name, name_len, "%s", root_names[i]);
-		st->st_ino = root_inos[i];
-		if (root_inos[i] == P2Z_FS_INO_PO2)
-			st->st_mode = S_IFREG;
-		return 0;
-	case P2Z_FS_SEQ_DIR:
-		if (i >= zt->nr_seq)
-			return -ENOENT;
-		st->st_ino = P2Z_FS_INO_ZONE0 + zt->seq_zidx[i];
-		break;
-	default:
-		if (i >= zt->nr_cnv)
-			return -ENOENT;
-		st->st_ino = P2Z_FS_INO_ZONE0 + zt->cnv_zidx[i];
-		break;
-	}
-	snprintf(name, name_len, "%" PRIu64, i);
-	st->st_mode = S_IFREG;
-	return 0;
-}
-
 static ssize_t p2z_fs_fill_dir(fuse_req_t req, struct p2z_fs *fs,
 			       const struct p2z_fs_node *n, char *buf,
 			       size_t size, off_t off)
@@ -573,8 +459,15 @@ static ssize_t p2z_fs_fill_dir(fuse_req_t req, struct p2z_fs *fs,
 	for (i = off < 0 ? 0 : (uint64_t)off;; i++) {
 		size_t len;
 
-		if (p2z_fs_dirent(fs, n, i, name, sizeof(name), &st))
+		uint64_t ino;
+		bool dir;
+
+		if (p2z_dir_entry(fs->zt, n->ino, i, name, sizeof(name), &ino,
+				  &dir))
 			break;
+		memset(&st, 0, sizeof(st));
+		st.st_ino = ino;
+		st.st_mode = dir ? S_IFDIR : S_IFREG;
 		len = fuse_add_direntry(req, buf + pos, size - pos, name, &st,
 					(off_t)(i + 1));
 		if (len > size - pos)
@@ -679,20 +572,27 @@ static void p2z_fs_file_set_closing(struct p2z_fs *fs, struct p2z_fs_file *f,
 }
 
 /*
- * Whether a read-only open may use the page cache. Not for po2: any zone's
- * writes change it, and it has no size or mtime change the kernel could
- * notice. Not for an offline zone: its size is 0, so the kernel would answer
- * reads with end of file instead of sending them for the EPERM of zonefs.
+ * Whether an open may use the page cache. Not for po2: any zone's writes
+ * change it, and it has no size or mtime change the kernel could notice.
+ * Not for an offline zone: its size is 0, so the kernel would answer reads
+ * with end of file instead of sending them for the EPERM of zonefs. Writers
+ * of sequential zone files are direct-io: every write reaches the daemon as
+ * issued and a shared writable mapping fails (FUSE refuses it on direct-io
+ * files). Writers of conventional zone files are not, so that they can
+ * mmap(MAP_SHARED) the file, as on zonefs: without the writeback cache the
+ * kernel still sends each write(2) through before it returns, and msync(2)
+ * or fsync(2) send the dirty pages of a mapping.
  */
 static bool p2z_fs_node_may_cache(struct p2z_fs *fs,
-				  const struct p2z_fs_node *n)
+				  const struct p2z_fs_node *n, bool writer)
 {
 	struct p2z_zone_state zs;
 
-	if (n->kind == P2Z_FS_PO2)
+	if (n->kind == P2Z_FS_PO2 ||
+	    p2z_zone_get_state(fs->zt, n->zidx, false, &zs) ||
+	    (zs.flags & P2Z_ZONE_F_OFFLINE))
 		return false;
-	return !p2z_zone_get_state(fs->zt, n->zidx, false, &zs) &&
-	       !(zs.flags & P2Z_ZONE_F_OFFLINE);
+	return !writer || zs.type == P2Z_ZONE_TYPE_CNV;
 }
 
 static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
@@ -726,8 +626,8 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	}
 	if (ret && f->writer && n->kind == P2Z_FS_ZONE)
 		p2z_zone_put_write(fs->zt, n->zidx);
-	fi->direct_io = f->writer || (fi->flags & O_DIRECT) ||
-			!p2z_fs_node_may_cache(fs, n);
+	fi->direct_io = (fi->flags & O_DIRECT) ||
+			!p2z_fs_node_may_cache(fs, n, f->writer);
 	fi->keep_cache = 0;
 	return ret;
 }
@@ -779,51 +679,6 @@ static void p2z_fs_release(fuse_req_t req, fuse_ino_t ino,
 /* ---- read ---- */
 
 /*
- * The po2 view: data of each zone up to its file size, then zeros up to the
- * next po2 boundary; the zeros never come from the device. ofs and len are
- * LBA aligned; the range is cut at the end of the view.
- */
-static ssize_t p2z_fs_read_po2(struct p2z_fs *fs, char *buf, size_t len,
-			       uint64_t ofs)
-{
-	const struct p2z_geom *g = fs->geom;
-	uint64_t end = p2z_geom_po2_bytes(g);
-	size_t done = 0;
-
-	if (ofs >= end)
-		return 0;
-	if (len > end - ofs)
-		len = end - ofs;
-	while (done < len) {
-		struct p2z_zone_state zs;
-		struct p2z_geom_piece pc;
-		uint64_t zidx;
-		ssize_t n = 0;
-		int ret;
-
-		ret = p2z_geom_po2_zone_of_byte(g, ofs + done, &zidx);
-		if (!ret)
-			ret = p2z_zone_get_state(fs->zt, zidx, false, &zs);
-		if (!ret)
-			ret = p2z_geom_po2_piece(g, ofs + done, len - done,
-						 zs.cap_bytes / g->lba_bytes,
-						 &pc);
-		if (ret)
-			return -EIO;
-		if (!pc.gap) {
-			n = p2z_zone_read(fs->zt, zidx, buf + done, pc.len,
-					  pc.zone_ofs);
-			/* An offline zone cannot be read, in any view. */
-			if (n < 0)
-				return n == -EPERM ? -EIO : n;
-		}
-		memset(buf + done + n, 0, pc.len - (uint64_t)n);
-		done += pc.len;
-	}
-	return (ssize_t)len;
-}
-
-/*
  * Read [a, e), the LBA-aligned range around the request, into buf; *skip
  * gets the offset of the requested data in buf.
  */
@@ -846,7 +701,7 @@ static ssize_t p2z_fs_read_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	e = ((uint64_t)off + size + lba - 1) / lba * lba;
 	*skip = (uint64_t)off - a;
 	if (n->kind == P2Z_FS_PO2)
-		ret = p2z_fs_read_po2(fs, buf, e - a, a);
+		ret = p2z_po2_read(fs->zt, buf, e - a, a);
 	else if (n->kind == P2Z_FS_ZONE)
 		ret = p2z_zone_read(fs->zt, n->zidx, buf, e - a, a);
 	else
@@ -879,61 +734,13 @@ static void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 /* ---- write ---- */
 
-/*
- * The po2 view: the write goes to the zone holding its first byte, under
- * that zone's rules; any byte in a gap (capacity to po2 boundary) is EIO,
- * as dm-po2zoned does.
- */
-static ssize_t p2z_fs_write_po2(struct p2z_fs *fs, const char *buf, size_t len,
-				uint64_t ofs)
-{
-	const struct p2z_geom *g = fs->geom;
-	uint64_t end = p2z_geom_po2_bytes(g);
-	struct p2z_geom_piece first = { 0 };
-	uint64_t first_zidx = 0;
-	size_t done = 0;
-	ssize_t n;
-
-	if (ofs >= end)
-		return -EFBIG;
-	if (len > end - ofs)
-		len = end - ofs;
-	while (done < len) {
-		struct p2z_zone_state zs;
-		struct p2z_geom_piece pc;
-		uint64_t zidx;
-		int ret;
-
-		ret = p2z_geom_po2_zone_of_byte(g, ofs + done, &zidx);
-		if (!ret)
-			ret = p2z_zone_get_state(fs->zt, zidx, false, &zs);
-		if (!ret)
-			ret = p2z_geom_po2_piece(g, ofs + done, len - done,
-						 zs.cap_bytes / g->lba_bytes,
-						 &pc);
-		if (ret || pc.gap)
-			return -EIO;
-		if (!done) {
-			first = pc;
-			first_zidx = zidx;
-		}
-		done += pc.len;
-	}
-	if (!len)
-		return 0;
-	/* A write crossing into the next zone is cut short, as at capacity. */
-	n = p2z_zone_write(fs->zt, first_zidx, buf, first.len, first.zone_ofs,
-			   false);
-	/* The zone's own file changed too: its cached pages must go. */
-	if (n > 0)
-		p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + first_zidx);
-	return n;
-}
-
 static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 				 const char *buf, size_t len, off_t off,
 				 bool append)
 {
+	uint64_t zidx = 0;
+	ssize_t ret;
+
 	if (off < 0)
 		return -EINVAL;
 	switch (n->kind) {
@@ -941,7 +748,11 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
 				      append);
 	case P2Z_FS_PO2:
-		return p2z_fs_write_po2(fs, buf, len, (uint64_t)off);
+		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, &zidx);
+		/* The zone's own file changed too: its cached pages must go. */
+		if (ret > 0)
+			p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + zidx);
+		return ret;
 	default:
 		return -EISDIR;
 	}
@@ -981,8 +792,11 @@ static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	if (!ret)
 		ret = p2z_fs_copy_in(buf, in);
 	if (ret >= 0) {
-		/* fi->flags is the file's current f_flags (fcntl included). */
-		append = (f->flags | fi->flags) & O_APPEND;
+		/*
+		 * fi->flags is the file's current f_flags (fcntl included).
+		 * The write-back of a mapped page is never an append.
+		 */
+		append = !fi->writepage && ((f->flags | fi->flags) & O_APPEND);
 		ret = p2z_fs_write_node(fs, &n, buf, (size_t)ret, off, append);
 	}
 	if (ret > 0)
@@ -1051,190 +865,43 @@ static void p2z_fs_statfs(fuse_req_t req, fuse_ino_t ino)
 
 /* ---- xattrs ---- */
 
-enum p2z_fs_xattr_id {
-	P2Z_XA_ZONE_INDEX,
-	P2Z_XA_ZONE_START,
-	P2Z_XA_ZONE_PO2_START,
-	P2Z_XA_ZONE_CAPACITY,
-	P2Z_XA_ZONE_SIZE,
-	P2Z_XA_ZONE_WP,
-	P2Z_XA_ZONE_COND,
-	P2Z_XA_ZONE_TYPE,
-	P2Z_XA_DEV_BACKEND,
-	P2Z_XA_DEV_PATH,
-	P2Z_XA_DEV_LBA_SIZE,
-	P2Z_XA_DEV_NR_ZONES,
-	P2Z_XA_DEV_ZONE_SIZE,
-	P2Z_XA_DEV_PO2_ZONE_SIZE,
-	P2Z_XA_DEV_MAX_OPEN,
-	P2Z_XA_DEV_MAX_ACTIVE,
-	P2Z_XA_DEV_MAX_APPEND,
-	P2Z_XA_NR,
-};
-
-static const char *const p2z_fs_xattr_names[P2Z_XA_NR] = {
-	[P2Z_XA_ZONE_INDEX] = "user.zone.index",
-	[P2Z_XA_ZONE_START] = "user.zone.start",
-	[P2Z_XA_ZONE_PO2_START] = "user.zone.po2_start",
-	[P2Z_XA_ZONE_CAPACITY] = "user.zone.capacity",
-	[P2Z_XA_ZONE_SIZE] = "user.zone.size",
-	[P2Z_XA_ZONE_WP] = "user.zone.wp",
-	[P2Z_XA_ZONE_COND] = "user.zone.cond",
-	[P2Z_XA_ZONE_TYPE] = "user.zone.type",
-	[P2Z_XA_DEV_BACKEND] = "user.dev.backend",
-	[P2Z_XA_DEV_PATH] = "user.dev.path",
-	[P2Z_XA_DEV_LBA_SIZE] = "user.dev.lba_size",
-	[P2Z_XA_DEV_NR_ZONES] = "user.dev.nr_zones",
-	[P2Z_XA_DEV_ZONE_SIZE] = "user.dev.zone_size",
-	[P2Z_XA_DEV_PO2_ZONE_SIZE] = "user.dev.po2_zone_size",
-	[P2Z_XA_DEV_MAX_OPEN] = "user.dev.max_open",
-	[P2Z_XA_DEV_MAX_ACTIVE] = "user.dev.max_active",
-	[P2Z_XA_DEV_MAX_APPEND] = "user.dev.max_append",
-};
-
-/* The xattrs a node carries: [*first, *last). */
-static void p2z_fs_xattr_range(const struct p2z_fs_node *n, int *first,
-			       int *last)
+/* Whose xattrs a node carries. */
+static enum p2z_xattr_owner p2z_fs_xattr_owner(const struct p2z_fs_node *n)
 {
-	*first = 0;
-	*last = 0;
-	if (n->kind == P2Z_FS_ZONE) {
-		*first = P2Z_XA_ZONE_INDEX;
-		*last = P2Z_XA_DEV_BACKEND;
-	} else if (n->kind == P2Z_FS_ROOT) {
-		*first = P2Z_XA_DEV_BACKEND;
-		*last = P2Z_XA_NR;
-	}
-}
-
-static ssize_t p2z_fs_xattr_u64(char *val, uint64_t v)
-{
-	return snprintf(val, P2Z_FS_XATTR_MAX, "%" PRIu64, v);
-}
-
-static ssize_t p2z_fs_xattr_zone(struct p2z_fs *fs, uint64_t zidx, int id,
-				 char *val)
-{
-	const struct p2z_geom *g = fs->geom;
-	struct p2z_zone_state zs;
-	int ret;
-
-	/* Only the condition needs the device: it changes on its own. */
-	if (id == P2Z_XA_ZONE_COND)
-		p2z_fs_wait_releases(fs);
-	ret = p2z_zone_get_state(fs->zt, zidx, id == P2Z_XA_ZONE_COND, &zs);
-	if (ret)
-		return ret;
-	switch (id) {
-	case P2Z_XA_ZONE_INDEX:
-		return p2z_fs_xattr_u64(val, zidx);
-	case P2Z_XA_ZONE_START:
-		return p2z_fs_xattr_u64(val, zs.start_bytes);
-	case P2Z_XA_ZONE_PO2_START:
-		return p2z_fs_xattr_u64(val, p2z_geom_po2_zone_start(g, zidx) *
-						     g->lba_bytes);
-	case P2Z_XA_ZONE_CAPACITY:
-		return p2z_fs_xattr_u64(val, zs.cap_bytes);
-	case P2Z_XA_ZONE_SIZE:
-		return p2z_fs_xattr_u64(val, g->zone_lba * g->lba_bytes);
-	case P2Z_XA_ZONE_WP:
-		return p2z_fs_xattr_u64(val, zs.wp_bytes);
-	case P2Z_XA_ZONE_COND:
-		return snprintf(val, P2Z_FS_XATTR_MAX, "%s",
-				p2z_zone_cond_name(zs.cond));
-	default:
-		return snprintf(val, P2Z_FS_XATTR_MAX, "%s",
-				zs.type == P2Z_ZONE_TYPE_SEQ ? "seq" : "cnv");
-	}
-}
-
-static ssize_t p2z_fs_xattr_dev(struct p2z_fs *fs, int id, char *val)
-{
-	const struct p2z_dev *dev = fs->zt->dev;
-	const struct p2z_geom *g = fs->geom;
-
-	switch (id) {
-	case P2Z_XA_DEV_BACKEND:
-		return snprintf(val, P2Z_FS_XATTR_MAX, "%s", dev->ops->name);
-	case P2Z_XA_DEV_PATH:
-		return snprintf(val, P2Z_FS_XATTR_MAX, "%s", dev->path);
-	case P2Z_XA_DEV_LBA_SIZE:
-		return p2z_fs_xattr_u64(val, g->lba_bytes);
-	case P2Z_XA_DEV_NR_ZONES:
-		return p2z_fs_xattr_u64(val, g->nr_zones);
-	case P2Z_XA_DEV_ZONE_SIZE:
-		return p2z_fs_xattr_u64(val, g->zone_lba * g->lba_bytes);
-	case P2Z_XA_DEV_PO2_ZONE_SIZE:
-		return p2z_fs_xattr_u64(val, g->po2_zone_lba * g->lba_bytes);
-	case P2Z_XA_DEV_MAX_OPEN:
-		return p2z_fs_xattr_u64(val, dev->info.max_open);
-	case P2Z_XA_DEV_MAX_ACTIVE:
-		return p2z_fs_xattr_u64(val, dev->info.max_active);
-	default:
-		return p2z_fs_xattr_u64(val, dev->info.max_append_bytes);
-	}
-}
-
-static ssize_t p2z_fs_xattr_get(struct p2z_fs *fs, const struct p2z_fs_node *n,
-				const char *name, char *val)
-{
-	int first, last, id;
-	ssize_t len;
-
-	p2z_fs_xattr_range(n, &first, &last);
-	for (id = first; id < last; id++)
-		if (!strcmp(name, p2z_fs_xattr_names[id]))
-			break;
-	if (id == last)
-		return -ENODATA;
 	if (n->kind == P2Z_FS_ZONE)
-		len = p2z_fs_xattr_zone(fs, n->zidx, id, val);
-	else
-		len = p2z_fs_xattr_dev(fs, id, val);
-	if (len >= P2Z_FS_XATTR_MAX)
-		return -ERANGE;
-	return len;
-}
-
-static ssize_t p2z_fs_xattr_list(const struct p2z_fs_node *n, char *list)
-{
-	int first, last, id;
-	size_t pos = 0;
-
-	p2z_fs_xattr_range(n, &first, &last);
-	for (id = first; id < last; id++) {
-		size_t len = strlen(p2z_fs_xattr_names[id]) + 1;
-
-		memcpy(list + pos, p2z_fs_xattr_names[id], len);
-		pos += len;
-	}
-	return (ssize_t)pos;
+		return P2Z_XATTR_ZONE;
+	return n->kind == P2Z_FS_ROOT ? P2Z_XATTR_DEV : P2Z_XATTR_NONE;
 }
 
 static void p2z_fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			    size_t size)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
-	char val[P2Z_FS_XATTR_MAX];
+	char val[P2Z_XATTR_VALUE_MAX];
 	struct p2z_fs_node n = { 0 };
+	enum p2z_xattr_owner owner;
 	ssize_t ret;
 
 	ret = p2z_fs_node_of(fs, ino, &n);
-	if (!ret)
-		ret = p2z_fs_xattr_get(fs, &n, name, val);
+	if (!ret) {
+		owner = p2z_fs_xattr_owner(&n);
+		if (p2z_xattr_is_live(owner, name))
+			p2z_fs_wait_releases(fs);
+		ret = p2z_xattr_get(fs->zt, owner, n.zidx, name, val);
+	}
 	p2z_fs_reply_xattr(req, ret, val, size);
 }
 
 static void p2z_fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
-	char list[P2Z_XA_NR * 32];
+	char list[P2Z_XATTR_LIST_MAX];
 	struct p2z_fs_node n = { 0 };
 	ssize_t ret;
 
 	ret = p2z_fs_node_of(fs, ino, &n);
 	if (!ret)
-		ret = p2z_fs_xattr_list(&n, list);
+		ret = p2z_xattr_list(p2z_fs_xattr_owner(&n), list);
 	p2z_fs_reply_xattr(req, ret, list, size);
 }
 

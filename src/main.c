@@ -5,7 +5,9 @@
  * until unmounted. Everything that can fail is checked before the process
  * detaches, so that a failed mount prints one line and exits non-zero.
  *
- * mount(8) runs helpers as "mount.po2zfs SPEC DIR [-sfnv] [-o OPTS]".
+ * mount(8) runs helpers as "mount.po2zfs SPEC DIR [-sfnv] [-o OPTS]", where
+ * -f means "fake": everything but the mount. Run as po2zfs, -f means
+ * foreground instead, as for other FUSE daemons.
  */
 #define FUSE_USE_VERSION 314
 
@@ -13,12 +15,16 @@
 #include <fuse_lowlevel.h>
 #include <grp.h>
 #include <limits.h>
+#include <pthread.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "po2zfs/dev.h"
@@ -32,14 +38,12 @@
 
 #define P2Z_MAX_THREADS 16
 
-#ifndef P2Z_VERSION
-#define P2Z_VERSION "0.1.0"
-#endif
-
 struct p2z_main_opts {
 	const char *device;
 	const char *mountpoint;
 	char mountpoint_abs[PATH_MAX];
+	bool helper; /* run as mount.po2zfs */
+	bool fake; /* mount.po2zfs -f: check everything, do not mount */
 	bool foreground;
 	bool debug;
 	char backend[8];
@@ -83,14 +87,18 @@ static const char *const p2z_ignored_opts[] = {
 	"nolazytime",
 };
 
-static void p2z_usage(FILE *out, const char *prog)
+static void p2z_usage(FILE *out, const char *prog, bool helper)
 {
 	fprintf(out,
-		"usage: %s DEVICE MOUNTPOINT [-f] [-d] [-o OPTION[,OPTION...]]\n"
+		"usage: %s DEVICE MOUNTPOINT [-%s] [-d] [-o OPTION[,OPTION...]]\n"
+		"       -f: %s\n"
 		"options: uid=N gid=N perm=OCTAL ro rw explicit-open\n"
 		"         errors=remount-ro|zone-ro|zone-offline|repair\n"
 		"         backend=nvme|zbd|emu allow_other (see mount.po2zfs(8))\n",
-		prog);
+		prog, helper ? "sfnv" : "f",
+		helper ?
+			"fake: check the options and the device, do not mount" :
+			"stay in the foreground");
 }
 
 static bool p2z_in_list(const char *opt, const char *const *list, size_t nr)
@@ -267,7 +275,11 @@ static int p2z_parse_flags(struct p2z_main_opts *o, const char *arg)
 	for (; *arg; arg++) {
 		switch (*arg) {
 		case 'f':
-			o->foreground = true;
+			/* mount(8)'s helper convention: -f is "fake". */
+			if (o->helper)
+				o->fake = true;
+			else
+				o->foreground = true;
 			break;
 		case 'd':
 			o->debug = true;
@@ -317,7 +329,7 @@ static int p2z_parse_args(struct p2z_main_opts *o, int argc, char **argv)
 
 	for (i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "-h") || !strcmp(argv[i], "--help")) {
-			p2z_usage(stdout, argv[0]);
+			p2z_usage(stdout, argv[0], o->helper);
 			return 1;
 		}
 		if (!strcmp(argv[i], "-V") || !strcmp(argv[i], "--version")) {
@@ -330,7 +342,7 @@ static int p2z_parse_args(struct p2z_main_opts *o, int argc, char **argv)
 			return ret;
 	}
 	if (!o->device || !o->mountpoint) {
-		p2z_usage(stderr, argv[0]);
+		p2z_usage(stderr, argv[0], o->helper);
 		return -EINVAL;
 	}
 	if (o->debug)
@@ -413,6 +425,156 @@ static int p2z_fuse_args(struct p2z_main_opts *o, const char *prog,
 	return 0;
 }
 
+/*
+ * errors=remount-ro. When the zone table turns read-only while mounted, the
+ * mount turns read-only too, as zonefs remounts itself: statvfs(3) then
+ * shows ST_RDONLY and the VFS refuses writes with EROFS. The table's hook
+ * runs inside a FUSE handler with zone locks held, and mount(2) resolves the
+ * mount point, which may send requests to this very daemon: the hook only
+ * starts a thread, whose requests the worker threads serve. The kernel
+ * refuses (EBUSY) while a file of the mount is open for writing, the one
+ * whose write failed first of all: the thread retries until the last one is
+ * closed or the filesystem is unmounted. Without the privilege to remount,
+ * the daemon keeps refusing writes with EROFS itself.
+ */
+struct p2z_remount {
+	const char *mountpoint;
+	pthread_mutex_t lock;
+	pthread_cond_t cond; /* signalled when armed drops */
+	bool armed; /* mounted and serving; guarded by lock */
+	bool started; /* thread created; guarded by lock */
+	pthread_t thread;
+};
+
+#define P2Z_REMOUNT_RETRY_MIN_MS 10
+#define P2Z_REMOUNT_RETRY_MAX_MS 1000
+
+/*
+ * MS_REMOUNT | MS_BIND sets the per-mount flags to exactly those given
+ * (the atime ones aside): keep nosuid, nodev, noexec of the mount, or, if
+ * they cannot be read, add the safe nosuid and nodev.
+ */
+static unsigned long p2z_remount_flags(const char *mountpoint)
+{
+	unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
+	struct statvfs sv;
+
+	if (statvfs(mountpoint, &sv) < 0)
+		return flags | MS_NOSUID | MS_NODEV;
+	if (sv.f_flag & ST_NOSUID)
+		flags |= MS_NOSUID;
+	if (sv.f_flag & ST_NODEV)
+		flags |= MS_NODEV;
+	if (sv.f_flag & ST_NOEXEC)
+		flags |= MS_NOEXEC;
+	return flags;
+}
+
+/* Sleep @ms, or less if disarmed. Return: whether still armed. */
+static bool p2z_remount_wait(struct p2z_remount *rm, long ms)
+{
+	struct timespec end;
+	bool armed;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_sec += ms / 1000;
+	end.tv_nsec += (ms % 1000) * 1000000L;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&rm->lock);
+	while (rm->armed &&
+	       pthread_cond_timedwait(&rm->cond, &rm->lock, &end) != ETIMEDOUT)
+		;
+	armed = rm->armed;
+	pthread_mutex_unlock(&rm->lock);
+	return armed;
+}
+
+static void *p2z_remount_thread(void *arg)
+{
+	struct p2z_remount *rm = arg;
+	unsigned long flags = p2z_remount_flags(rm->mountpoint);
+	long ms = P2Z_REMOUNT_RETRY_MIN_MS;
+	int err;
+
+	for (;;) {
+		if (!mount(NULL, rm->mountpoint, NULL, flags, NULL)) {
+			p2z_log(LOG_NOTICE, "%s: remounted read-only",
+				rm->mountpoint);
+			return NULL;
+		}
+		err = errno;
+		if (err != EBUSY)
+			break;
+		/* Unmounted while a file was still open for writing. */
+		if (!p2z_remount_wait(rm, ms))
+			return NULL;
+		ms = ms * 2 < P2Z_REMOUNT_RETRY_MAX_MS ?
+			     ms * 2 :
+			     P2Z_REMOUNT_RETRY_MAX_MS;
+	}
+	p2z_log(LOG_WARNING,
+		"%s: cannot remount read-only (%s), writes still fail with EROFS",
+		rm->mountpoint, strerror(err));
+	return NULL;
+}
+
+/* The zone table's on_rdonly hook: must not block. */
+static void p2z_remount_ro(void *arg)
+{
+	struct p2z_remount *rm = arg;
+	int err;
+
+	pthread_mutex_lock(&rm->lock);
+	if (rm->armed && !rm->started) {
+		err = pthread_create(&rm->thread, NULL, p2z_remount_thread, rm);
+		if (err)
+			p2z_log(LOG_WARNING,
+				"%s: cannot remount read-only (%s), writes still fail with EROFS",
+				rm->mountpoint, strerror(err));
+		rm->started = !err;
+	}
+	pthread_mutex_unlock(&rm->lock);
+}
+
+static void p2z_remount_arm(struct p2z_remount *rm, bool armed)
+{
+	pthread_mutex_lock(&rm->lock);
+	rm->armed = armed;
+	pthread_cond_broadcast(&rm->cond);
+	pthread_mutex_unlock(&rm->lock);
+}
+
+static void p2z_remount_init(struct p2z_remount *rm)
+{
+	pthread_condattr_t cattr;
+
+	pthread_mutex_init(&rm->lock, NULL);
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&rm->cond, &cattr);
+	pthread_condattr_destroy(&cattr);
+}
+
+/*
+ * After the session is gone: a mount(2) still waiting for this daemon has
+ * been answered with an error when /dev/fuse was closed.
+ */
+static void p2z_remount_join(struct p2z_remount *rm)
+{
+	bool started;
+
+	p2z_remount_arm(rm, false);
+	pthread_mutex_lock(&rm->lock);
+	started = rm->started;
+	rm->started = false;
+	pthread_mutex_unlock(&rm->lock);
+	if (started)
+		pthread_join(rm->thread, NULL);
+}
+
 static int p2z_serve(struct fuse_session *se, bool foreground)
 {
 	struct fuse_loop_config *cfg;
@@ -433,7 +595,7 @@ static int p2z_serve(struct fuse_session *se, bool foreground)
 }
 
 static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
-			       const char *prog)
+			       struct p2z_remount *rm, const char *prog)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
 	struct fuse_session *se;
@@ -452,19 +614,45 @@ static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
 		goto out_destroy;
 	if (fuse_session_mount(se, o->mountpoint_abs))
 		goto out_remove_handlers;
+	p2z_remount_arm(rm, true);
 	ret = p2z_serve(se, o->foreground);
+	p2z_remount_arm(rm, false);
 	fuse_session_unmount(se);
 out_remove_handlers:
 	fuse_remove_signal_handlers(se);
 out_destroy:
 	fuse_session_destroy(se);
+	p2z_remount_join(rm);
 out_free_args:
+	fuse_opt_free_args(&args);
+	return ret;
+}
+
+/*
+ * mount.po2zfs -f: everything a mount checks, nothing written (the zone
+ * table is read as for a read-only mount), nothing mounted.
+ */
+static int p2z_fake(struct p2z_main_opts *o, struct p2z_dev *dev,
+		    const char *prog)
+{
+	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
+	struct p2z_zone_opts zopts = o->zone;
+	struct p2z_zone_table *zt;
+	int ret;
+
+	zopts.rdonly = true;
+	ret = p2z_zone_table_open(dev, &zopts, &zt);
+	if (ret)
+		return ret;
+	p2z_zone_table_close(zt);
+	ret = p2z_fuse_args(o, prog, &args);
 	fuse_opt_free_args(&args);
 	return ret;
 }
 
 static int p2z_run(struct p2z_main_opts *o, const char *prog)
 {
+	struct p2z_remount rm = { .mountpoint = o->mountpoint_abs };
 	struct p2z_zone_table *zt;
 	struct p2z_dev *dev;
 	struct p2z_fs *fs;
@@ -477,19 +665,40 @@ static int p2z_run(struct p2z_main_opts *o, const char *prog)
 			   o->zone.rdonly ? P2Z_DEV_RDONLY : 0, &dev);
 	if (ret)
 		return ret;
+	if (o->fake) {
+		ret = p2z_fake(o, dev, prog);
+		goto out_close_dev;
+	}
+	p2z_remount_init(&rm);
+	o->zone.on_rdonly = p2z_remount_ro;
+	o->zone.on_rdonly_arg = &rm;
 	ret = p2z_zone_table_open(dev, &o->zone, &zt);
 	if (ret)
-		goto out_close_dev;
+		goto out_destroy_lock;
 	ret = p2z_fs_alloc(zt, &o->fs, &fs);
 	if (ret)
 		goto out_close_table;
-	ret = p2z_mount_and_serve(o, fs, prog);
+	ret = p2z_mount_and_serve(o, fs, &rm, prog);
 	p2z_fs_free(fs);
 out_close_table:
 	p2z_zone_table_close(zt);
+out_destroy_lock:
+	pthread_cond_destroy(&rm.cond);
+	pthread_mutex_destroy(&rm.lock);
 out_close_dev:
 	p2z_dev_close(dev);
 	return ret;
+}
+
+/* Whether the program runs as the mount(8) helper (by its name). */
+static bool p2z_is_helper(const char *argv0)
+{
+	const char *name;
+
+	if (!argv0)
+		return false;
+	name = strrchr(argv0, '/');
+	return !strcmp(name ? name + 1 : argv0, "mount.po2zfs");
 }
 
 int main(int argc, char **argv)
@@ -498,6 +707,7 @@ int main(int argc, char **argv)
 	int ret;
 
 	memset(&o, 0, sizeof(o));
+	o.helper = p2z_is_helper(argc ? argv[0] : NULL);
 	o.zone.errors = P2Z_ERRORS_REMOUNT_RO;
 	o.fs.perm = 0640;
 	o.fs.dir_uid = getuid();

@@ -79,9 +79,11 @@ static bool p2z_zone_err_is_io(int err)
 
 static void p2z_zone_set_rdonly(struct p2z_zone_table *zt, const char *why)
 {
-	if (!atomic_exchange(&zt->priv->rdonly, true))
-		p2z_log(LOG_WARNING, "%s: filesystem switched to read-only",
-			why);
+	if (atomic_exchange(&zt->priv->rdonly, true))
+		return;
+	p2z_log(LOG_WARNING, "%s: filesystem switched to read-only", why);
+	if (zt->opts.on_rdonly)
+		zt->opts.on_rdonly(zt->opts.on_rdonly_arg);
 }
 
 /* Keep nr_active in step with the zone; z->lock held. */

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The filesystem: FUSE lowlevel handlers over a zone table. Names, inode
- * numbers, errno rules, xattrs and the po2 view live here; zone state and
- * I/O rules live in the zone module.
+ * The filesystem: FUSE lowlevel handlers over a zone table (fs.c), the tree
+ * of names (dir.c), the po2 view (po2.c) and the extended attributes
+ * (xattr.c). Names, inode numbers
+ * and errno rules live here; zone state and I/O rules live in the zone
+ * module.
  *
  * Inode numbers are stable across mounts of the same device:
  *   1		the root directory
@@ -15,6 +17,8 @@
 #ifndef PO2ZFS_FS_H
 #define PO2ZFS_FS_H
 
+#include <limits.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -69,5 +73,131 @@ void p2z_fs_free(struct p2z_fs *fs);
 
 /* The handlers, for fuse_session_new() with a struct p2z_fs as userdata. */
 extern const struct fuse_lowlevel_ops p2z_fs_ops;
+
+/* dir.c: the fixed tree of names */
+
+/**
+ * p2z_dir_nr_files() - number of files in a directory, "." and ".." aside
+ * @zt: zone table
+ * @dir_ino: P2Z_FS_INO_ROOT, P2Z_FS_INO_SEQ or P2Z_FS_INO_CNV
+ *
+ * Return: the count (0 for anything else).
+ */
+uint64_t p2z_dir_nr_files(const struct p2z_zone_table *zt, uint64_t dir_ino);
+
+/**
+ * p2z_dir_lookup() - inode number of a name in a directory
+ * @zt: zone table
+ * @dir_ino: the directory's inode number
+ * @name: the name
+ * @ino: result
+ *
+ * Return: 0, -ENOENT (no such name), -ENOTDIR (@dir_ino is no directory).
+ */
+int p2z_dir_lookup(const struct p2z_zone_table *zt, uint64_t dir_ino,
+		   const char *name, uint64_t *ino);
+
+/**
+ * p2z_dir_entry() - entry @i of a directory: ".", "..", then its files
+ * @zt: zone table
+ * @dir_ino: the directory's inode number
+ * @i: entry index
+ * @name: result, the name (cut at @name_len - 1 bytes)
+ * @name_len: size of @name
+ * @ino: result, the entry's inode number
+ * @is_dir: result, whether the entry is a directory
+ *
+ * Return: 0, or -ENOENT past the last entry.
+ */
+int p2z_dir_entry(const struct p2z_zone_table *zt, uint64_t dir_ino, uint64_t i,
+		  char *name, size_t name_len, uint64_t *ino, bool *is_dir);
+
+/* po2.c: the po2 view of the device */
+
+/**
+ * p2z_po2_read() - read the po2 view
+ * @zt: zone table
+ * @buf: destination, aligned to P2Z_ZONE_BUF_ALIGN
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: byte offset in the view, a multiple of the LBA size
+ *
+ * Each zone's data up to its file size, then zeros up to the next po2
+ * boundary, supplied here and never read from the device. The range is cut
+ * at the end of the view.
+ *
+ * Return: bytes read (0 at or past the end of the view), or -EIO (a zone
+ * could not be read, offline zones included).
+ */
+ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
+		     uint64_t ofs);
+
+/**
+ * p2z_po2_write() - write to the po2 view
+ * @zt: zone table
+ * @buf: source, aligned to P2Z_ZONE_BUF_ALIGN
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: byte offset in the view
+ * @zidx: result, the zone written to (set when something was attempted)
+ *
+ * The write goes to the zone holding its first byte, under that zone's
+ * rules (p2z_zone_write()), and is cut short at the end of the zone's
+ * capacity.
+ *
+ * Return: bytes written, -EFBIG at or past the end of the view, -EIO if any
+ * byte falls in a gap between a zone's capacity and its po2 boundary (as
+ * dm-po2zoned does), or the -errno of p2z_zone_write().
+ */
+ssize_t p2z_po2_write(struct p2z_zone_table *zt, const void *buf, size_t len,
+		      uint64_t ofs, uint64_t *zidx);
+
+/* xattr.c: extended attributes */
+
+/* Whose attributes: none, the device's (root directory), a zone's. */
+enum p2z_xattr_owner {
+	P2Z_XATTR_NONE,
+	P2Z_XATTR_DEV,
+	P2Z_XATTR_ZONE,
+};
+
+/* Room for any value (user.dev.path is the longest). */
+#define P2Z_XATTR_VALUE_MAX (PATH_MAX + 32)
+/* Room for the list of names of any owner. */
+#define P2Z_XATTR_LIST_MAX 512
+
+/**
+ * p2z_xattr_is_live() - whether reading an attribute asks the device
+ * @owner: whose attribute
+ * @name: its name
+ *
+ * user.zone.cond is re-read from the device (the device may close
+ * implicitly open zones on its own); the others come from the zone table.
+ *
+ * Return: true for an attribute read from the device.
+ */
+bool p2z_xattr_is_live(enum p2z_xattr_owner owner, const char *name);
+
+/**
+ * p2z_xattr_get() - value of an extended attribute
+ * @zt: zone table
+ * @owner: whose attribute
+ * @zidx: the zone, for P2Z_XATTR_ZONE
+ * @name: attribute name
+ * @val: result, P2Z_XATTR_VALUE_MAX bytes; not NUL-terminated in the count
+ *
+ * Return: the value's length, -ENODATA (no such attribute on @owner),
+ * -ERANGE (value too long), or -EINVAL (bad @zidx).
+ */
+ssize_t p2z_xattr_get(struct p2z_zone_table *zt, enum p2z_xattr_owner owner,
+		      uint64_t zidx, const char *name, char *val);
+
+/**
+ * p2z_xattr_list() - names of the extended attributes of an owner
+ * @owner: whose attributes
+ * @list: result, P2Z_XATTR_LIST_MAX bytes: NUL-terminated names, one after
+ *	  the other
+ *
+ * Return: the length of the list (0 for P2Z_XATTR_NONE).
+ */
+ssize_t p2z_xattr_list(enum p2z_xattr_owner owner, char *list);
 
 #endif /* PO2ZFS_FS_H */

@@ -50,12 +50,20 @@ enum p2z_errors {
  *		   zonefs does)
  * @no_append: write at the write pointer even when the device can zone
  *	       append (tests use it to cover both write paths)
+ * @on_rdonly: called once if the table switches to read-only while in use
+ *	       (errors=remount-ro, or a failed zone close), with
+ *	       @on_rdonly_arg; NULL: nothing to call. It runs in the thread
+ *	       that hit the error, with zone locks held: it must not block
+ *	       nor call into the table.
+ * @on_rdonly_arg: argument of @on_rdonly
  */
 struct p2z_zone_opts {
 	enum p2z_errors errors;
 	bool rdonly;
 	bool explicit_open;
 	bool no_append;
+	void (*on_rdonly)(void *arg);
+	void *on_rdonly_arg;
 };
 
 /* struct p2z_zone_state.flags */

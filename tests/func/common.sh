@@ -153,6 +153,39 @@ statfs_field()
 	fail "statfs $1: no field $2 in '$TIO_OUT'"
 }
 
+# mount_is_ro: the mount's own options (mountinfo field 6) say read-only
+mount_is_ro()
+{
+	awk -v m="$MNT" '$5 == m { split($6, o, ","); r = o[1] == "ro" }
+		END { exit !r }' /proc/self/mountinfo
+}
+
+# wait_mount_ro WHAT: statfs must show ST_RDONLY, and mountinfo the ro
+# option, within 10 s (bounded poll: the daemon remounts from a thread of
+# its own after the failing call has returned)
+wait_mount_ro()
+{
+	local i
+
+	for ((i = 0; i < 400; i++)); do
+		statfs_field "$MNT" ro
+		[ "$REPLY" = 1 ] && break
+		sleep 0.025
+	done
+	[ "$REPLY" = 1 ] ||
+		fail "$1: statfs shows no read-only flag 10 s after the error"
+	mount_is_ro || fail "$1: statfs says read-only, mountinfo does not"
+}
+
+# assert_mount_rw WHAT: statfs shows no ST_RDONLY
+assert_mount_rw()
+{
+	statfs_field "$MNT" ro
+	assert_eq 0 "$REPLY" "statfs read-only flag ($1)"
+	mount_is_ro && fail "$1: mountinfo says read-only"
+	return 0
+}
+
 # xattr FILE NAME: REPLY = the value; fails the test if it cannot be read
 xattr()
 {

@@ -31,7 +31,8 @@
 # One case = a fresh image: seq/1 (zone k) and seq/2 (zone j) hold data,
 # po2zfs-emu set-zone injects the fault into zone k of the running daemon,
 # a write to seq/1 triggers the error, then the states are checked, and
-# again after a remount.
+# again after a remount. remount-ro also turns the mount itself read-only
+# (statfs ST_RDONLY, "ro" in mountinfo); the other policies leave it rw.
 
 # mode_bits_none FILE MASK WHAT: (st_mode & MASK) == 0
 mode_bits_none()
@@ -60,6 +61,7 @@ fault_case()
 	append "$j" 0 "$LBA" 172
 	xattr "$k" user.zone.cond
 	c=$REPLY
+	assert_mount_rw "$what, before the fault"
 	run_tio_emu set-zone "$DEV" $((NCNV + 1)) "$fault"
 	case $fault in
 	fail-next-io)
@@ -72,6 +74,8 @@ fault_case()
 		expect_one_of "EIO ENXIO EPERM" "write to a zone gone offline ($what)" \
 			write "$k" "$d" "$LBA" -s 171 ;;
 	esac
+	# remount-ro makes the mount itself read-only, as zonefs does
+	[ "$mode" = remount-ro ] && wait_mount_ro "$what"
 
 	# expected state of seq/1
 	[ "$fault" != fail-next-io ] && immut=1
@@ -112,11 +116,13 @@ fault_case()
 	else
 		append "$j" "$LBA" "$LBA" 172
 		verify "$j" 0 $((LBA * 2)) 172
+		assert_mount_rw "$what, after the fault"
 	fi
 	p2z_umount
 
 	# after a remount: policy effects are gone, zone conditions stay
 	p2z_mount "$opt"
+	assert_mount_rw "$what, remounted"
 	case $fault in
 	fail-next-io)
 		size_k=$d

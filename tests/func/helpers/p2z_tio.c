@@ -60,7 +60,8 @@ static void usage(void)
 	      " [-b CHUNK]\n"
 	      "  pattern SEED OFS LEN      (pattern bytes to stdout)\n"
 	      "  open FILE r|w|rw[,creat,excl,trunc,append,direct]\n"
-	      "  truncate FILE SIZE | fsync FILE | mmap FILE ro [SEED]|rw\n"
+	      "  truncate FILE SIZE | fsync FILE\n"
+	      "  mmap FILE ro [SEED] | mmap FILE rw [SEED OFS LEN]\n"
 	      "  unlink P | rmdir P | mkdir P | mknod P | rename A B\n"
 	      "  link A B | symlink TARGET P\n"
 	      "  getxattr F NAME | setxattr F NAME VAL | removexattr F NAME\n"
@@ -459,20 +460,60 @@ static int cmd_fsync(int argc, char **argv)
 	return 0;
 }
 
-/* "ro [SEED]": a shared read mapping (checked against pattern SEED when
- * given); "rw": a shared mapping with PROT_WRITE.
+/*
+ * Store pattern SEED at [ofs, ofs + len) of a shared writable mapping, then
+ * msync(MS_SYNC): OK, or the errno name of msync.
+ */
+static void mmap_store(uint8_t *p, size_t map_len, const char *seed,
+		       const char *ofs_s, const char *len_s)
+{
+	uint64_t ofs = parse_size(ofs_s), len = parse_size(len_s);
+
+	if (ofs > map_len || len > map_len - ofs) {
+		fprintf(stderr, "p2z_tio: mmap range past the file size\n");
+		exit(2);
+	}
+	pattern_fill(p + ofs, (size_t)len, parse_size(seed), ofs, false);
+	if (msync(p, map_len, MS_SYNC))
+		printf("%s\n", errname(errno));
+	else
+		puts("OK");
+}
+
+/* Compare a read-only mapping with pattern SEED: OK or MISMATCH@OFS. */
+static void mmap_check(const uint8_t *p, size_t len, const char *seed)
+{
+	uint8_t *ref = xalloc(len);
+	size_t k;
+
+	pattern_fill(ref, len, parse_size(seed), 0, false);
+	for (k = 0; k < len; k++)
+		if (p[k] != ref[k])
+			break;
+	free(ref);
+	if (k < len)
+		printf("MISMATCH@%zu\n", k);
+	else
+		puts("OK");
+}
+
+/*
+ * "ro [SEED]": a shared read mapping (checked against pattern SEED when
+ * given); "rw": a shared mapping with PROT_WRITE; "rw SEED OFS LEN" also
+ * stores pattern bytes through it and msyncs them.
  */
 static int cmd_mmap(int argc, char **argv)
 {
-	size_t len, k;
 	struct stat st;
-	uint8_t *p, *ref;
+	uint8_t *p;
+	size_t len;
 	bool rw;
 	int fd;
 
-	if (argc != 3 && argc != 4)
+	rw = argc >= 3 && !strcmp(argv[2], "rw");
+	if (argc < 3 || (rw && argc != 3 && argc != 6) ||
+	    (!rw && argc != 3 && argc != 4))
 		usage();
-	rw = !strcmp(argv[2], "rw");
 	fd = open(argv[1], rw ? O_RDWR : O_RDONLY);
 	if (fd < 0 || fstat(fd, &st)) {
 		printf("%s\n", errname(errno));
@@ -486,20 +527,12 @@ static int cmd_mmap(int argc, char **argv)
 		printf("%s\n", errname(errno));
 		return 0;
 	}
-	if (argc == 4) {
-		ref = xalloc(len);
-		pattern_fill(ref, len, parse_size(argv[3]), 0, false);
-		for (k = 0; k < (size_t)st.st_size; k++)
-			if (p[k] != ref[k])
-				break;
-		free(ref);
-		if (k < (size_t)st.st_size) {
-			printf("MISMATCH@%zu\n", k);
-			munmap(p, len);
-			return 0;
-		}
-	}
-	puts("OK");
+	if (rw && argc == 6)
+		mmap_store(p, (size_t)st.st_size, argv[3], argv[4], argv[5]);
+	else if (argc == 4)
+		mmap_check(p, (size_t)st.st_size, argv[3]);
+	else
+		puts("OK");
 	munmap(p, len);
 	return 0;
 }
