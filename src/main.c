@@ -37,6 +37,12 @@
 #define P2Z_EXIT_FAIL 32
 
 #define P2Z_MAX_THREADS 16
+/*
+ * Workers kept waiting once a burst is over: libfuse 3.14 keeps every
+ * thread it ever started by default, and 17 idle workers made single
+ * stream writes 10-25% slower after a 4-writer burst (contrib/bench).
+ */
+#define P2Z_IDLE_THREADS 4
 
 struct p2z_main_opts {
 	const char *device;
@@ -588,6 +594,7 @@ static int p2z_serve(struct fuse_session *se, bool foreground)
 	if (!cfg)
 		return -ENOMEM;
 	fuse_loop_cfg_set_max_threads(cfg, P2Z_MAX_THREADS);
+	fuse_loop_cfg_set_idle_threads(cfg, P2Z_IDLE_THREADS);
 	/* A signal (SIGTERM, SIGINT) ends the loop with its positive number. */
 	ret = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
