@@ -61,8 +61,11 @@ step "format (clang-format --dry-run --Werror)" format_check
 step "man pages (groff -man -ww -z)" man_lint
 step "build gcc" build build-gcc -DCMAKE_BUILD_TYPE=RelWithDebInfo
 step "tests gcc: unit, valgrind, mount" run_ctest build-gcc 'unit|valgrind|func'
-step "build clang asan+ubsan" env CC=clang build build-asan \
-	-DCMAKE_BUILD_TYPE=Debug -DP2Z_SANITIZE=ON
+build_asan() {
+	CC=clang build build-asan -DCMAKE_BUILD_TYPE=Debug -DP2Z_SANITIZE=ON
+}
+
+step "build clang asan+ubsan" build_asan
 step "tests clang asan+ubsan: unit, mount" \
 	env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \

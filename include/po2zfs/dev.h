@@ -120,7 +120,8 @@ struct p2z_dev;
 struct p2z_dev_ops {
 	const char *name;
 	int (*probe)(const char *path);
-	int (*open)(const char *path, unsigned int flags, struct p2z_dev **devp);
+	int (*open)(const char *path, unsigned int flags,
+		    struct p2z_dev **devp);
 	void (*close)(struct p2z_dev *dev);
 	int (*report_zones)(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
 			    struct p2z_zone_info *zi);
@@ -206,8 +207,7 @@ int p2z_dev_zone_mgmt(struct p2z_dev *dev, uint64_t zidx, enum p2z_zone_op op);
  *
  * Return: bytes read (== @len) or -errno.
  */
-ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len,
-		      uint64_t ofs);
+ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs);
 
 /**
  * p2z_dev_pwrite() - write, split at the transfer limit

@@ -155,8 +155,7 @@ int p2z_geom_po2_zone_of_byte(const struct p2z_geom *g, uint64_t po2_ofs,
  * Return: 0, -ERANGE if @po2_ofs is outside the view, -EINVAL if @len is 0
  * or @cap_lba exceeds the zone size.
  */
-int p2z_geom_po2_piece(const struct p2z_geom *g, uint64_t po2_ofs,
-		       uint64_t len, uint64_t cap_lba,
-		       struct p2z_geom_piece *pc);
+int p2z_geom_po2_piece(const struct p2z_geom *g, uint64_t po2_ofs, uint64_t len,
+		       uint64_t cap_lba, struct p2z_geom_piece *pc);
 
 #endif /* PO2ZFS_GEOM_H */
