@@ -12,26 +12,23 @@
  * never share a submission queue. Rings of threads that exit are freed by
  * the key's destructor, the rest by close.
  */
-#include <dirent.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <libgen.h>
 #include <liburing.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <libnvme.h>
 
 #include "po2zfs/dev.h"
 #include "po2zfs/log.h"
+#include "po2zfs/nvme_path.h"
 
 /* Ring size; also the number of read pieces in flight at once. */
 #define P2Z_NVME_QD 16
@@ -42,12 +39,6 @@
  * MDTS and ZASL, both in units of CAP.MPSMIN, are in units of 4 KiB.
  */
 #define P2Z_NVME_MPSMIN 4096U
-
-/*
- * A queue whose limits the driver never set keeps the block layer default
- * BLK_SAFE_MAX_SECTORS (255 sectors): the fallback when sysfs says nothing.
- */
-#define P2Z_NVME_SAFE_MAX_BYTES (255U * 512U)
 
 /* The NVMe status in a positive cqe->res, without the More and DNR bits. */
 #define P2Z_NVME_STATUS_MASK 0x7ff
@@ -198,7 +189,7 @@ static int p2z_nvme_ring_get(struct p2z_nvme *nv, struct p2z_nvme_ring **rp)
 /* ---- commands ---- */
 
 static void p2z_nvme_prep(struct p2z_nvme *nv, struct io_uring_sqe *sqe,
-			  const struct p2z_nvme_cmd *c, uint64_t user_data)
+			  const struct p2z_nvme_cmd *c)
 {
 	struct nvme_uring_cmd *cmd;
 
@@ -207,7 +198,6 @@ static void p2z_nvme_prep(struct p2z_nvme *nv, struct io_uring_sqe *sqe,
 	sqe->opcode = IORING_OP_URING_CMD;
 	sqe->fd = nv->fd;
 	sqe->cmd_op = NVME_URING_CMD_IO;
-	sqe->user_data = user_data;
 	cmd = (struct nvme_uring_cmd *)sqe->cmd;
 	cmd->opcode = c->opcode;
 	cmd->nsid = nv->nsid;
@@ -224,8 +214,7 @@ static void p2z_nvme_prep(struct p2z_nvme *nv, struct io_uring_sqe *sqe,
  * bits), < 0 -errno from the kernel (e.g. -EINVAL for a transfer above the
  * queue's max_hw_sectors).
  */
-static int p2z_nvme_res(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
-			int res)
+static int p2z_nvme_res(int res)
 {
 	uint16_t status;
 	int err;
@@ -234,8 +223,6 @@ static int p2z_nvme_res(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 		return res;
 	status = (uint16_t)res & P2Z_NVME_STATUS_MASK;
 	err = p2z_dev_nvme_status_errno(status);
-	p2z_log(LOG_DEBUG, "%s: opcode 0x%02x slba %" PRIu64 ": status 0x%03x",
-		nv->ng, c->opcode, c->slba, status);
 	return err ? err : -EIO;
 }
 
@@ -274,7 +261,7 @@ static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 	sqe = io_uring_get_sqe(&r->ring);
 	if (!sqe)
 		return -EBUSY;
-	p2z_nvme_prep(nv, sqe, c, 0);
+	p2z_nvme_prep(nv, sqe, c);
 	ret = p2z_nvme_submit(&r->ring);
 	if (ret != 1)
 		goto out_discard;
@@ -285,7 +272,7 @@ static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 	if (result)
 		*result = cqe->big_cqe[0];
 	io_uring_cqe_seen(&r->ring, cqe);
-	return p2z_nvme_res(nv, c, res);
+	return p2z_nvme_res(res);
 
 out_discard:
 	p2z_log(LOG_ERR, "%s: io_uring: %s", nv->ng,
@@ -352,11 +339,15 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 			uint32_t n = len - done < max ? len - done : max;
 
 			sqe = io_uring_get_sqe(&r->ring);
+			if (!sqe && !inflight) {
+				err = -EBUSY;
+				break;
+			}
 			if (!sqe)
 				break;
 			p2z_nvme_rw_cmd(nv, &c, nvme_cmd_read,
 					(char *)buf + done, n, ofs + done);
-			p2z_nvme_prep(nv, sqe, &c, ofs + done);
+			p2z_nvme_prep(nv, sqe, &c);
 			done += n;
 			inflight++;
 		}
@@ -368,9 +359,7 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 		ret = p2z_nvme_wait(&r->ring, &cqe);
 		if (ret)
 			goto out_discard;
-		c.opcode = nvme_cmd_read;
-		c.slba = cqe->user_data / dev->info.lba_bytes;
-		ret = p2z_nvme_res(nv, &c, cqe->res);
+		ret = p2z_nvme_res(cqe->res);
 		io_uring_cqe_seen(&r->ring, cqe);
 		inflight--;
 		if (ret && !err)
@@ -596,302 +585,6 @@ static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 	return ret ? ret : (int)done;
 }
 
-/* ---- sysfs: from a name to the generic device and the disk's limits ---- */
-
-static int p2z_nvme_sysfs_read(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return n;
-	}
-	close(fd);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		n--;
-	buf[n] = '\0';
-	return 0;
-}
-
-static int p2z_nvme_sysfs_u64(const char *dir, const char *file, uint64_t *v)
-{
-	char path[PATH_MAX], buf[64], *end;
-	int ret;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
-	    (int)sizeof(path))
-		return -ENAMETOOLONG;
-	ret = p2z_nvme_sysfs_read(path, buf, sizeof(buf));
-	if (ret)
-		return ret;
-	errno = 0;
-	*v = strtoull(buf, &end, 10);
-	if (errno || end == buf || *end)
-		return -EINVAL;
-	return 0;
-}
-
-/* @name is @prefix followed by <digits>n<digits>, e.g. ng0n1, nvme1n12. */
-static bool p2z_nvme_name_is(const char *name, const char *prefix)
-{
-	size_t n = strlen(prefix);
-	const char *p;
-
-	if (strncmp(name, prefix, n))
-		return false;
-	p = name + n;
-	if (*p < '0' || *p > '9')
-		return false;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	if (*p++ != 'n' || *p < '0' || *p > '9')
-		return false;
-	while (*p >= '0' && *p <= '9')
-		p++;
-	return !*p;
-}
-
-static int p2z_nvme_nsid(int fd, uint32_t *nsid)
-{
-	if (nvme_get_nsid(fd, nsid))
-		return -errno;
-	return *nsid ? 0 : -ENOTTY;
-}
-
-/*
- * The sysfs directory of the device that @sysdir (a namespace's disk or
- * generic device) hangs off: the controller, or the subsystem for a
- * multipath head. Disks and generic devices of one namespace share it.
- */
-static int p2z_nvme_parent_dir(const char *sysdir, char *parent, size_t size)
-{
-	char *real = realpath(sysdir, NULL);
-	char *dir;
-	int ret = 0;
-
-	if (!real)
-		return -errno;
-	dir = dirname(real);
-	if (snprintf(parent, size, "%s", dir) >= (int)size)
-		ret = -ENAMETOOLONG;
-	free(real);
-	return ret;
-}
-
-/*
- * The disk of namespace @nsid under @parent, hidden or not: only its queue
- * tells the largest passthrough transfer the kernel accepts.
- */
-static int p2z_nvme_find_disk(const char *parent, uint32_t nsid, char *disk,
-			      size_t size)
-{
-	char dir[PATH_MAX];
-	struct dirent *de;
-	uint64_t id;
-	DIR *d;
-	int ret = -ENOENT;
-
-	d = opendir(parent);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (strncmp(de->d_name, "nvme", 4))
-			continue;
-		if (snprintf(dir, sizeof(dir), "%s/%s", parent, de->d_name) >=
-		    (int)sizeof(dir))
-			continue;
-		if (p2z_nvme_sysfs_u64(dir, "nsid", &id) || id != nsid ||
-		    p2z_nvme_sysfs_u64(dir, "queue/max_hw_sectors_kb", &id))
-			continue;
-		if (snprintf(disk, size, "%s", de->d_name) < (int)size)
-			ret = 0;
-		break;
-	}
-	closedir(d);
-	return ret;
-}
-
-/*
- * Open the generic device under @parent whose namespace is @nsid. Names do
- * not tell: since 6.x the kernel names ngXnY by an instance number that
- * follows the scan order, not the nsid, so each candidate is asked.
- */
-static int p2z_nvme_open_ng(const char *parent, uint32_t nsid, int oflags,
-			    char *ng, size_t size, int *fdp)
-{
-	char dir[PATH_MAX], buf[32];
-	unsigned int maj, min;
-	struct dirent *de;
-	struct stat st;
-	uint32_t id;
-	DIR *d;
-	int ret = -ENOENT, fd;
-
-	d = opendir(parent);
-	if (!d)
-		return -errno;
-	while ((de = readdir(d))) {
-		if (!p2z_nvme_name_is(de->d_name, "ng"))
-			continue;
-		if (snprintf(dir, sizeof(dir), "%s/%s/dev", parent,
-			     de->d_name) >= (int)sizeof(dir) ||
-		    p2z_nvme_sysfs_read(dir, buf, sizeof(buf)) ||
-		    sscanf(buf, "%u:%u", &maj, &min) != 2)
-			continue;
-		if (snprintf(ng, size, "/dev/%s", de->d_name) >= (int)size)
-			continue;
-		if (stat(ng, &st) || !S_ISCHR(st.st_mode) ||
-		    st.st_rdev != makedev(maj, min))
-			continue;
-		fd = open(ng, oflags | O_CLOEXEC);
-		if (fd < 0) {
-			ret = -errno;
-			continue;
-		}
-		if (!p2z_nvme_nsid(fd, &id) && id == nsid) {
-			*fdp = fd;
-			ret = 0;
-			break;
-		}
-		close(fd);
-	}
-	closedir(d);
-	return ret;
-}
-
-/**
- * struct p2z_nvme_where - what resolving a user's path finds
- * @ng: the generic device opened
- * @disk: the namespace's disk name, "" if none was found
- * @fd: open @ng
- * @nsid: namespace id
- */
-struct p2z_nvme_where {
-	char ng[PATH_MAX];
-	char disk[NAME_MAX + 1];
-	int fd;
-	uint32_t nsid;
-};
-
-static int p2z_nvme_resolve_ng(const char *path, int oflags,
-			       struct p2z_nvme_where *w)
-{
-	char sysdir[PATH_MAX], parent[PATH_MAX];
-	struct stat st;
-	int ret;
-
-	w->fd = open(path, oflags | O_CLOEXEC);
-	if (w->fd < 0) {
-		ret = -errno;
-		p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
-		return ret;
-	}
-	ret = -ENOTTY;
-	if (fstat(w->fd, &st) || !S_ISCHR(st.st_mode) ||
-	    p2z_nvme_nsid(w->fd, &w->nsid)) {
-		p2z_log(LOG_ERR, "%s: not an NVMe namespace generic device",
-			path);
-		goto out_close;
-	}
-	snprintf(w->ng, sizeof(w->ng), "%s", path);
-	snprintf(sysdir, sizeof(sysdir), "/sys/dev/char/%u:%u",
-		 major(st.st_rdev), minor(st.st_rdev));
-	w->disk[0] = '\0';
-	if (!p2z_nvme_parent_dir(sysdir, parent, sizeof(parent)))
-		p2z_nvme_find_disk(parent, w->nsid, w->disk, sizeof(w->disk));
-	return 0;
-
-out_close:
-	close(w->fd);
-	return ret;
-}
-
-/*
- * /dev/nvmeXnY -> the generic device of the same namespace. The block
- * device node may be missing (npo2 zones: the disk is hidden), its sysfs
- * directory is not.
- */
-static int p2z_nvme_resolve_blk(const char *path, const char *name, int oflags,
-				struct p2z_nvme_where *w)
-{
-	char sysdir[PATH_MAX], parent[PATH_MAX];
-	struct stat st;
-	uint64_t id;
-	int ret, fd;
-
-	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s", name);
-	if (access(sysdir, F_OK)) {
-		p2z_log(LOG_ERR, "%s: no such NVMe namespace", path);
-		return -ENOENT;
-	}
-	if (!stat(path, &st) && S_ISBLK(st.st_mode)) {
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-		if (fd < 0) {
-			ret = -errno;
-			p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
-			return ret;
-		}
-		ret = p2z_nvme_nsid(fd, &w->nsid);
-		close(fd);
-	} else {
-		ret = p2z_nvme_sysfs_u64(sysdir, "nsid", &id);
-		w->nsid = id;
-		if (!ret && (!id || id > UINT32_MAX))
-			ret = -EINVAL;
-	}
-	if (ret) {
-		p2z_log(LOG_ERR, "%s: cannot get the namespace id: %s", path,
-			strerror(-ret));
-		return ret;
-	}
-	ret = p2z_nvme_parent_dir(sysdir, parent, sizeof(parent));
-	if (!ret)
-		ret = p2z_nvme_open_ng(parent, w->nsid, oflags, w->ng,
-				       sizeof(w->ng), &w->fd);
-	if (ret) {
-		p2z_log(LOG_ERR,
-			"%s: no generic device (ngXnY) for namespace %u: %s",
-			path, w->nsid, strerror(-ret));
-		return ret;
-	}
-	snprintf(w->disk, sizeof(w->disk), "%s", name);
-	return 0;
-}
-
-/* The kernel name behind @path, following symlinks if it exists. */
-static void p2z_nvme_kname(const char *path, char *name, size_t size)
-{
-	char *real = realpath(path, NULL);
-	const char *base;
-
-	base = strrchr(real ? real : path, '/');
-	base = base ? base + 1 : (real ? real : path);
-	snprintf(name, size, "%s", base);
-	free(real);
-}
-
-static int p2z_nvme_probe(const char *path)
-{
-	char name[NAME_MAX + 1], sysdir[PATH_MAX];
-	struct stat st;
-
-	p2z_nvme_kname(path, name, sizeof(name));
-	if (p2z_nvme_name_is(name, "ng"))
-		return !stat(path, &st) && S_ISCHR(st.st_mode);
-	if (!p2z_nvme_name_is(name, "nvme"))
-		return 0;
-	if (!stat(path, &st))
-		return S_ISBLK(st.st_mode);
-	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s", name);
-	return !access(sysdir, F_OK);
-}
-
 /* ---- identify ---- */
 
 /* libnvme returns -1 and errno, or a positive NVMe status. */
@@ -928,35 +621,6 @@ static uint32_t p2z_nvme_min(uint32_t a, uint64_t b)
 	return b < a ? (uint32_t)b : a;
 }
 
-/*
- * The largest transfer: MDTS, and what the kernel's queue of the namespace
- * takes. An npo2 namespace's hidden disk never gets its limits set and
- * keeps max_hw_sectors_kb = 127: passthrough commands above 124 KiB (4 KiB
- * LBAs) fail with EINVAL there. Buffers that are not page aligned need one
- * segment more than their pages.
- */
-static uint32_t p2z_nvme_queue_limit(const struct p2z_nvme_where *w,
-				     uint32_t max)
-{
-	char dir[PATH_MAX];
-	uint64_t kb, segs;
-	long page = sysconf(_SC_PAGESIZE);
-
-	snprintf(dir, sizeof(dir), "/sys/block/%s/queue", w->disk);
-	if (!w->disk[0] || p2z_nvme_sysfs_u64(dir, "max_hw_sectors_kb", &kb)) {
-		p2z_log(LOG_WARNING,
-			"%s: namespace %u has no disk in sysfs: assuming the "
-			"block layer's default transfer limit",
-			w->ng, w->nsid);
-		return p2z_nvme_min(max, P2Z_NVME_SAFE_MAX_BYTES);
-	}
-	max = p2z_nvme_min(max, kb * 1024);
-	if (!p2z_nvme_sysfs_u64(dir, "max_segments", &segs) && segs > 1 &&
-	    page > 0)
-		max = p2z_nvme_min(max, (segs - 1) * (uint64_t)page);
-	return max;
-}
-
 /* Identify data, one structure at a time. */
 union p2z_nvme_id {
 	struct nvme_id_ctrl ctrl;
@@ -966,7 +630,7 @@ union p2z_nvme_id {
 };
 
 /* LBA size and the index of the LBA format in use; no metadata allowed. */
-static int p2z_nvme_id_ns(struct p2z_nvme *nv, const struct p2z_nvme_where *w,
+static int p2z_nvme_id_ns(struct p2z_nvme *nv, const struct p2z_nvme_path *w,
 			  union p2z_nvme_id *id, uint64_t *nsze, uint8_t *lbaf)
 {
 	uint16_t ms;
@@ -999,7 +663,7 @@ static int p2z_nvme_id_ns(struct p2z_nvme *nv, const struct p2z_nvme_where *w,
 }
 
 /* Zone size (for the LBA format in use) and the open/active limits. */
-static int p2z_nvme_id_zns(struct p2z_nvme *nv, const struct p2z_nvme_where *w,
+static int p2z_nvme_id_zns(struct p2z_nvme *nv, const struct p2z_nvme_path *w,
 			   union p2z_nvme_id *id, uint64_t nsze, uint8_t lbaf)
 {
 	struct p2z_dev_info *info = &nv->dev.info;
@@ -1009,6 +673,10 @@ static int p2z_nvme_id_zns(struct p2z_nvme *nv, const struct p2z_nvme_where *w,
 
 	memset(id, 0, sizeof(*id));
 	ret = nvme_zns_identify_ns(w->fd, w->nsid, &id->zns);
+	if (ret < 0)
+		return p2z_nvme_admin_errno(w->ng, "identify ZNS namespace",
+					    ret);
+	/* An NVM namespace answers Invalid Field (no ZNS data for it). */
 	zsze = ret ? 0 : le64toh(id->zns.lbafe[lbaf].zsze);
 	if (!zsze) {
 		p2z_log(LOG_ERR, "%s: namespace %u is not zoned (ZNS)", w->ng,
@@ -1037,7 +705,7 @@ static int p2z_nvme_id_zns(struct p2z_nvme *nv, const struct p2z_nvme_where *w,
 
 /* Transfer and zone append limits: MDTS, ZASL, the kernel's queue. */
 static int p2z_nvme_id_limits(struct p2z_nvme *nv,
-			      const struct p2z_nvme_where *w,
+			      const struct p2z_nvme_path *w,
 			      union p2z_nvme_id *id)
 {
 	struct p2z_dev_info *info = &nv->dev.info;
@@ -1063,7 +731,11 @@ static int p2z_nvme_id_limits(struct p2z_nvme *nv,
 							  P2Z_NVME_MPSMIN) :
 				      mdts_bytes;
 
-	max = p2z_nvme_queue_limit(w, mdts_bytes);
+	/*
+	 * What the kernel's queue of the namespace takes: an npo2 namespace's
+	 * hidden disk never gets its limits set, see p2z_nvme_path_max_bytes().
+	 */
+	max = p2z_nvme_min(mdts_bytes, p2z_nvme_path_max_bytes(w));
 	max = p2z_nvme_min(max, (uint64_t)P2Z_NVME_MAX_NLB * info->lba_bytes);
 	info->max_xfer_bytes = max - max % info->lba_bytes;
 	max = p2z_nvme_min(zasl_bytes, info->max_xfer_bytes);
@@ -1075,8 +747,7 @@ static int p2z_nvme_id_limits(struct p2z_nvme *nv,
 	return 0;
 }
 
-static int p2z_nvme_identify(struct p2z_nvme *nv,
-			     const struct p2z_nvme_where *w)
+static int p2z_nvme_identify(struct p2z_nvme *nv, const struct p2z_nvme_path *w)
 {
 	union p2z_nvme_id *id;
 	uint64_t nsze;
@@ -1117,8 +788,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 			 struct p2z_dev **devp)
 {
 	int oflags = flags & P2Z_DEV_RDONLY ? O_RDONLY : O_RDWR;
-	struct p2z_nvme_where *w;
-	char name[NAME_MAX + 1];
+	struct p2z_nvme_path *w;
 	struct p2z_nvme *nv;
 	int ret;
 
@@ -1128,11 +798,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 		ret = -ENOMEM;
 		goto out_free;
 	}
-	p2z_nvme_kname(path, name, sizeof(name));
-	if (p2z_nvme_name_is(name, "nvme"))
-		ret = p2z_nvme_resolve_blk(path, name, oflags, w);
-	else
-		ret = p2z_nvme_resolve_ng(path, oflags, w);
+	ret = p2z_nvme_path_open(path, oflags, w);
 	if (ret)
 		goto out_free;
 	ret = p2z_nvme_identify(nv, w);
@@ -1146,12 +812,6 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
 	nv->nsid = w->nsid;
 	nv->dev.flags = flags;
-	p2z_log(LOG_INFO,
-		"%s: %s nsid %u, %" PRIu64 " zones of %" PRIu64
-		" LBAs of %u bytes, max transfer %u, max append %u",
-		path, w->ng, w->nsid, nv->dev.info.nr_zones,
-		nv->dev.info.zone_lba, nv->dev.info.lba_bytes,
-		nv->dev.info.max_xfer_bytes, nv->dev.info.max_append_bytes);
 	free(w);
 	*devp = &nv->dev;
 	return 0;
@@ -1166,7 +826,7 @@ out_free:
 
 const struct p2z_dev_ops p2z_dev_nvme_ops = {
 	.name = "nvme",
-	.probe = p2z_nvme_probe,
+	.probe = p2z_nvme_path_probe,
 	.open = p2z_nvme_open,
 	.close = p2z_nvme_close,
 	.report_zones = p2z_nvme_report_zones,

@@ -172,13 +172,16 @@ static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_zbd_ring *r, bool write,
 	int ret, res;
 
 	while (len) {
+		/* One SQE moves at most 2^31 - 4096 bytes anyway (MAX_RW_COUNT) */
+		unsigned int n = len < (1U << 30) ? len : (1U << 30);
+
 		sqe = io_uring_get_sqe(&r->ring);
 		if (!sqe)
 			return -EBUSY;
 		if (write)
-			io_uring_prep_write(sqe, zbd->fd, buf, len, ofs);
+			io_uring_prep_write(sqe, zbd->fd, buf, n, ofs);
 		else
-			io_uring_prep_read(sqe, zbd->fd, buf, len, ofs);
+			io_uring_prep_read(sqe, zbd->fd, buf, n, ofs);
 		do {
 			ret = io_uring_submit(&r->ring);
 		} while (ret == -EINTR);

@@ -13,7 +13,7 @@ o=errors=remount-ro
 out=$("$MOUNT_P2Z" "$DEV" "$MNT" -o "$o" 2>&1) ||
 	fail "mount.po2zfs exited $?: $out"
 wait_mounted
-[ "${EMU_GEOM:-1}" = 1 ] || p2z_read_geom
+p2z_mounted "$o"
 p2z_reset_seq 0
 append "$MNT/seq/0" 0 $((LBA * 2)) 5
 verify "$MNT/seq/0" 0 $((LBA * 2)) 5

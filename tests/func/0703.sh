@@ -9,7 +9,8 @@ p2z_device "$P2Z_GEOM" 4 0
 p2z_mount
 p2z_reset_seq 0 1 2 3
 len=$((16 * 1024 * 1024))
-[ "$len" -le "$CAP" ] || len=$((CAP / LBA * LBA))
+# below capacity: seq/0 takes the final append (still_serving)
+[ "$len" -lt "$CAP" ] || len=$(((CAP - LBA) / LBA * LBA))
 
 # writers N BS: N processes, zone i gets pattern 250+i in BS writes
 writers()
@@ -38,7 +39,7 @@ done
 # four writers, the first two continuing where they were
 expect OK "reset seq/2" truncate "$MNT/seq/2" 0
 expect OK "reset seq/3" truncate "$MNT/seq/3" 0
-if [ $((2 * len)) -le "$CAP" ]; then
+if [ $((2 * len)) -lt "$CAP" ]; then
 	"$TIO" write "$MNT/seq/0" "$len" "$len" -s 250 -b 1M >"$WORK/a.out" &
 	p0=$!
 	"$TIO" write "$MNT/seq/1" "$len" "$len" -s 251 -b 64K -d >"$WORK/b.out" &

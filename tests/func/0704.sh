@@ -12,7 +12,8 @@ p2z_reset_seq 0
 f=$MNT/seq/0
 ch=$((64 * 1024))
 n=48
-[ $((2 * n * ch)) -le "$CAP" ] || n=$((CAP / ch / 2))
+# below capacity: the zone takes the final append (still_serving)
+[ $((2 * n * ch)) -lt "$CAP" ] || n=$(((CAP - 1) / ch / 2))
 # writer A: pattern 271 index c*ch in chunk c; writer B: pattern 272
 "$TIO" write "$f" 0 $((n * ch)) -a -s 271 -b "$ch" >"$WORK/a.out" &
 pa=$!

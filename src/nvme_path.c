@@ -1,0 +1,349 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * From the path a user gives to an NVMe namespace: its generic char device
+ * /dev/ngXnY (opened), its namespace id and its disk in sysfs, whose queue
+ * limits bound passthrough transfers. Only sysfs and NVME_IOCTL_ID tell
+ * which is which: the disk of an npo2 ZNS namespace is hidden (no /dev
+ * node), and since 6.x generic devices are named in scan order, not by
+ * nsid.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+#include <libnvme.h>
+
+#include "po2zfs/log.h"
+#include "po2zfs/nvme_path.h"
+
+/*
+ * A queue whose limits the driver never set keeps the block layer default
+ * BLK_SAFE_MAX_SECTORS (255 sectors): the fallback when sysfs says nothing.
+ */
+#define P2Z_NVME_SAFE_MAX_BYTES (255U * 512U)
+
+static int p2z_nvme_sysfs_read(const char *path, char *buf, size_t size)
+{
+	ssize_t n;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, size - 1);
+	if (n < 0) {
+		n = -errno;
+		close(fd);
+		return n;
+	}
+	close(fd);
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
+		n--;
+	buf[n] = '\0';
+	return 0;
+}
+
+static int p2z_nvme_sysfs_u64(const char *dir, const char *file, uint64_t *v)
+{
+	char path[PATH_MAX], buf[64], *end;
+	int ret;
+
+	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
+	    (int)sizeof(path))
+		return -ENAMETOOLONG;
+	ret = p2z_nvme_sysfs_read(path, buf, sizeof(buf));
+	if (ret)
+		return ret;
+	errno = 0;
+	*v = strtoull(buf, &end, 10);
+	if (errno || end == buf || *end)
+		return -EINVAL;
+	return 0;
+}
+
+/* @name is @prefix followed by <digits>n<digits>, e.g. ng0n1, nvme1n12. */
+static bool p2z_nvme_name_is(const char *name, const char *prefix)
+{
+	size_t n = strlen(prefix);
+	const char *p;
+
+	if (strncmp(name, prefix, n))
+		return false;
+	p = name + n;
+	if (*p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	if (*p++ != 'n' || *p < '0' || *p > '9')
+		return false;
+	while (*p >= '0' && *p <= '9')
+		p++;
+	return !*p;
+}
+
+static int p2z_nvme_nsid(int fd, uint32_t *nsid)
+{
+	if (nvme_get_nsid(fd, nsid))
+		return -errno;
+	return *nsid ? 0 : -ENOTTY;
+}
+
+/*
+ * The sysfs directory of the device that @sysdir (a namespace's disk or
+ * generic device) hangs off: the controller, or the subsystem for a
+ * multipath head. Disks and generic devices of one namespace share it.
+ */
+static int p2z_nvme_parent_dir(const char *sysdir, char *parent, size_t size)
+{
+	char *real = realpath(sysdir, NULL);
+	char *dir;
+	int ret = 0;
+
+	if (!real)
+		return -errno;
+	dir = dirname(real);
+	if (snprintf(parent, size, "%s", dir) >= (int)size)
+		ret = -ENAMETOOLONG;
+	free(real);
+	return ret;
+}
+
+/*
+ * The disk of namespace @nsid under @parent, hidden or not: only its queue
+ * tells the largest passthrough transfer the kernel accepts.
+ */
+static int p2z_nvme_find_disk(const char *parent, uint32_t nsid, char *disk,
+			      size_t size)
+{
+	char dir[PATH_MAX];
+	struct dirent *de;
+	uint64_t id;
+	DIR *d;
+	int ret = -ENOENT;
+
+	d = opendir(parent);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (strncmp(de->d_name, "nvme", 4))
+			continue;
+		if (snprintf(dir, sizeof(dir), "%s/%s", parent, de->d_name) >=
+		    (int)sizeof(dir))
+			continue;
+		if (p2z_nvme_sysfs_u64(dir, "nsid", &id) || id != nsid ||
+		    p2z_nvme_sysfs_u64(dir, "queue/max_hw_sectors_kb", &id))
+			continue;
+		if (snprintf(disk, size, "%s", de->d_name) < (int)size)
+			ret = 0;
+		break;
+	}
+	closedir(d);
+	return ret;
+}
+
+/*
+ * Open the generic device under @parent whose namespace is @nsid. Names do
+ * not tell: since 6.x the kernel names ngXnY by an instance number that
+ * follows the scan order, not the nsid, so each candidate is asked.
+ */
+static int p2z_nvme_open_ng(const char *parent, uint32_t nsid, int oflags,
+			    char *ng, size_t size, int *fdp)
+{
+	char dir[PATH_MAX], buf[32];
+	unsigned int maj, min;
+	struct dirent *de;
+	struct stat st;
+	uint32_t id;
+	DIR *d;
+	int ret = -ENOENT, fd;
+
+	d = opendir(parent);
+	if (!d)
+		return -errno;
+	while ((de = readdir(d))) {
+		if (!p2z_nvme_name_is(de->d_name, "ng"))
+			continue;
+		if (snprintf(dir, sizeof(dir), "%s/%s/dev", parent,
+			     de->d_name) >= (int)sizeof(dir) ||
+		    p2z_nvme_sysfs_read(dir, buf, sizeof(buf)) ||
+		    sscanf(buf, "%u:%u", &maj, &min) != 2)
+			continue;
+		if (snprintf(ng, size, "/dev/%s", de->d_name) >= (int)size)
+			continue;
+		if (stat(ng, &st) || !S_ISCHR(st.st_mode) ||
+		    st.st_rdev != makedev(maj, min))
+			continue;
+		fd = open(ng, oflags | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			continue;
+		}
+		if (!p2z_nvme_nsid(fd, &id) && id == nsid) {
+			*fdp = fd;
+			ret = 0;
+			break;
+		}
+		close(fd);
+	}
+	closedir(d);
+	return ret;
+}
+
+static int p2z_nvme_resolve_ng(const char *path, int oflags,
+			       struct p2z_nvme_path *np)
+{
+	char sysdir[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	np->fd = open(path, oflags | O_CLOEXEC);
+	if (np->fd < 0) {
+		ret = -errno;
+		p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = -ENOTTY;
+	if (fstat(np->fd, &st) || !S_ISCHR(st.st_mode) ||
+	    p2z_nvme_nsid(np->fd, &np->nsid)) {
+		p2z_log(LOG_ERR, "%s: not an NVMe namespace generic device",
+			path);
+		goto out_close;
+	}
+	snprintf(np->ng, sizeof(np->ng), "%s", path);
+	snprintf(sysdir, sizeof(sysdir), "/sys/dev/char/%u:%u",
+		 major(st.st_rdev), minor(st.st_rdev));
+	np->disk[0] = '\0';
+	if (!p2z_nvme_parent_dir(sysdir, parent, sizeof(parent)))
+		p2z_nvme_find_disk(parent, np->nsid, np->disk,
+				   sizeof(np->disk));
+	return 0;
+
+out_close:
+	close(np->fd);
+	return ret;
+}
+
+/*
+ * /dev/nvmeXnY -> the generic device of the same namespace. The block
+ * device node may be missing (npo2 zones: the disk is hidden), its sysfs
+ * directory is not.
+ */
+static int p2z_nvme_resolve_blk(const char *path, const char *name, int oflags,
+				struct p2z_nvme_path *np)
+{
+	char sysdir[PATH_MAX], parent[PATH_MAX];
+	struct stat st;
+	uint64_t id;
+	int ret, fd;
+
+	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s", name);
+	if (access(sysdir, F_OK)) {
+		p2z_log(LOG_ERR, "%s: no such NVMe namespace", path);
+		return -ENOENT;
+	}
+	if (!stat(path, &st) && S_ISBLK(st.st_mode)) {
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0) {
+			ret = -errno;
+			p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
+			return ret;
+		}
+		ret = p2z_nvme_nsid(fd, &np->nsid);
+		close(fd);
+	} else {
+		ret = p2z_nvme_sysfs_u64(sysdir, "nsid", &id);
+		np->nsid = id;
+		if (!ret && (!id || id > UINT32_MAX))
+			ret = -EINVAL;
+	}
+	if (ret) {
+		p2z_log(LOG_ERR, "%s: cannot get the namespace id: %s", path,
+			strerror(-ret));
+		return ret;
+	}
+	ret = p2z_nvme_parent_dir(sysdir, parent, sizeof(parent));
+	if (!ret)
+		ret = p2z_nvme_open_ng(parent, np->nsid, oflags, np->ng,
+				       sizeof(np->ng), &np->fd);
+	if (ret) {
+		p2z_log(LOG_ERR,
+			"%s: no generic device (ngXnY) for namespace %u: %s",
+			path, np->nsid, strerror(-ret));
+		return ret;
+	}
+	snprintf(np->disk, sizeof(np->disk), "%s", name);
+	return 0;
+}
+
+/* The kernel name behind @path, following symlinks if it exists. */
+static void p2z_nvme_kname(const char *path, char *name, size_t size)
+{
+	char *real = realpath(path, NULL);
+	const char *base;
+
+	base = strrchr(real ? real : path, '/');
+	base = base ? base + 1 : (real ? real : path);
+	snprintf(name, size, "%s", base);
+	free(real);
+}
+
+int p2z_nvme_path_probe(const char *path)
+{
+	char name[NAME_MAX + 1], sysdir[PATH_MAX];
+	struct stat st;
+
+	p2z_nvme_kname(path, name, sizeof(name));
+	if (p2z_nvme_name_is(name, "ng"))
+		return !stat(path, &st) && S_ISCHR(st.st_mode);
+	if (!p2z_nvme_name_is(name, "nvme"))
+		return 0;
+	if (!stat(path, &st))
+		return S_ISBLK(st.st_mode);
+	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s", name);
+	return !access(sysdir, F_OK);
+}
+
+int p2z_nvme_path_open(const char *path, int oflags, struct p2z_nvme_path *np)
+{
+	char name[NAME_MAX + 1];
+
+	p2z_nvme_kname(path, name, sizeof(name));
+	if (p2z_nvme_name_is(name, "nvme"))
+		return p2z_nvme_resolve_blk(path, name, oflags, np);
+	return p2z_nvme_resolve_ng(path, oflags, np);
+}
+
+/*
+ * An npo2 namespace's hidden disk may never get its limits set (6.12) and
+ * keeps max_hw_sectors_kb = 127: passthrough commands above 124 KiB (4 KiB
+ * LBAs) fail with EINVAL there. Buffers that are not page aligned need one
+ * segment more than their pages.
+ */
+uint32_t p2z_nvme_path_max_bytes(const struct p2z_nvme_path *np)
+{
+	uint64_t kb, segs, max;
+	char dir[PATH_MAX];
+	long page = sysconf(_SC_PAGESIZE);
+
+	snprintf(dir, sizeof(dir), "/sys/block/%s/queue", np->disk);
+	if (!np->disk[0] || p2z_nvme_sysfs_u64(dir, "max_hw_sectors_kb", &kb)) {
+		p2z_log(LOG_WARNING,
+			"%s: namespace %u has no disk in sysfs: assuming the "
+			"block layer's default transfer limit",
+			np->ng, np->nsid);
+		return P2Z_NVME_SAFE_MAX_BYTES;
+	}
+	max = kb * 1024;
+	if (!p2z_nvme_sysfs_u64(dir, "max_segments", &segs) && segs > 1 &&
+	    page > 0 && (segs - 1) * (uint64_t)page < max)
+		max = (segs - 1) * (uint64_t)page;
+	return max > UINT32_MAX ? UINT32_MAX : (uint32_t)max;
+}

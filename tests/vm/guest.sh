@@ -1,0 +1,264 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Runs inside the device-test guest (see run.sh): one NVMe controller with
+#   nsid 1  npo2, 96 MiB zones, 80 MiB capacity, 4 KiB LBAs (hidden disk)
+#   nsid 2  npo2, 3 MiB zones, capacity = size, 512-byte LBAs (hidden disk)
+#   nsid 3  po2, 64 MiB zones, 48 MiB capacity, 4 KiB LBAs (block device)
+#   nsid 4  the same as nsid 3
+# Device names are found by namespace id, never assumed: on 6.12 the
+# generic devices are named in scan order.
+#
+# For each configuration (device path, backend or "auto") it runs the
+# device-layer test, checks the bytes it left against a raw read and the
+# zone state against nvme-cli, mounts and checks the same through the
+# filesystem, then
+# runs the mount tests (tests/func) with P2Z_TEST_DEV set: all of them on
+# the npo2 and po2 namespaces through passthrough and on the po2 namespace
+# through libzbd, a quick subset on the others (see run.sh for the knobs).
+# Last, a zoned null_blk with conventional zones through the zbd backend.
+# Namespaces are independent devices: the configurations of nsid 1 and 2,
+# of nsid 3 and of nsid 4 run alongside each other.
+#
+# Prints "P2Z-RESULT <config> <test> <verdict> <seconds>s [reason]" lines;
+# each configuration's full output follows at the end.
+set -u
+export P2Z_BUILD=/p2z/build P2Z_TIO=/p2z/build/tests/p2z_tio
+P2Z_VM_TESTS='' P2Z_VM_FULL=0
+# shellcheck source=/dev/null
+. /p2z/vm.conf
+QUICK="0001 0101 0104 0109 0201 0202 0301 0402"
+M=$((1024 * 1024))
+SECONDS=0
+
+# The clock starts at the previous result of the same configuration.
+result() { # config test verdict [reason]
+	echo "P2Z-RESULT $1 $2 $3 ${SECONDS}s${4:+ $4}" >&3
+	SECONDS=0
+	[ "$3" != FAIL ] || touch /tmp/p2z-failed
+}
+
+declare -A NG DISK
+for ng in /dev/ng*; do
+	[ -c "$ng" ] && NG[$(p2z_vm_raw nsid "$ng")]=$ng
+done
+for d in /sys/block/nvme*; do
+	[ -e "$d/nsid" ] && DISK[$(cat "$d/nsid")]=${d##*/}
+done
+for n in 1 2 3 4; do
+	d=${DISK[$n]:-}
+	q=/sys/block/$d/queue
+	echo "P2Z-VM nsid $n: generic ${NG[$n]:-none}, disk ${d:-none}" \
+		"(node $([ -b "/dev/$d" ] && echo present || echo absent)," \
+		"zoned $(cat "$q/zoned" 2>/dev/null)," \
+		"max_hw_sectors_kb $(cat "$q/max_hw_sectors_kb" 2>/dev/null))"
+done
+
+# nvme-cli's view of one zone: "<condition> <wp - zslba in LBAs>", the
+# condition named as po2zfs names it (nvme-cli 2.3 prints the raw ZS byte).
+zone_state() { # ngdev zone_lba zidx
+	local k1 slba wp cap zs rest
+
+	nvme zns report-zones "$1" -s $(($2 * $3)) -d 1 2>&1 |
+		while read -r k1 slba _ wp _ cap _ zs rest; do
+			[ "$k1" = SLBA: ] || continue
+			case $((zs >> 4)) in
+			1) zs=empty ;; 2) zs=implicit-open ;; 3) zs=explicit-open ;;
+			4) zs=closed ;; 13) zs=read-only ;; 14) zs=full ;;
+			15) zs=offline ;; *) zs="zs=$zs" ;;
+			esac
+			echo "$zs $((wp - slba))"
+		done
+}
+
+# Device layer, raw bytes, nvme-cli zone state. Leaves zone 2 closed with
+# the bytes of $W/expect.
+test_dev() { # config path backend ng zone cap
+	local cfg=$1 path=$2 be=$3 ng=$4 zone=$5 cap=$6 out r st
+	local slba='' bytes='' lbs
+
+	out=$(p2z_vm_dev "$path" "$be" "$zone" "$cap" "$W/expect" 2>&1)
+	r=$?
+	echo "$out"
+	if [ $r != 0 ]; then
+		result "$cfg" dev-layer FAIL "$(echo "$out" | grep -c '^  FAIL') checks"
+		return 1
+	fi
+	result "$cfg" dev-layer PASS
+	eval "$(echo "$out" | sed -n 's/^P2Z-RAW \(.*\)/\1/p' | tr ' ' ';')"
+	if p2z_vm_raw read "$ng" "$slba" "$bytes" >"$W/raw" &&
+		cmp "$W/expect" "$W/raw"; then
+		result "$cfg" raw-bytes PASS
+	else
+		result "$cfg" raw-bytes FAIL "raw read of zone 2 differs"
+	fi
+	lbs=$(p2z_vm_raw lbs "$ng")
+	st=$(zone_state "$ng" $((zone / lbs)) 2)
+	if [ "$st" = "closed $((bytes / lbs))" ]; then
+		result "$cfg" nvme-cli-zone PASS
+	else
+		result "$cfg" nvme-cli-zone FAIL "zone 2: '$st', expected 'closed $((bytes / lbs))'"
+	fi
+	# again under ASan and UBSan (leaks included), then the same end state
+	out=$(ASAN_OPTIONS=detect_leaks=1:exitcode=99 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		p2z_vm_dev_asan "$path" "$be" "$zone" "$cap" "$W/expect.asan" 2>&1)
+	r=$?
+	echo "$out"
+	# same data pattern, so zone 2 holds $W/expect again
+	if [ $r = 0 ] && cmp "$W/expect" "$W/expect.asan"; then
+		result "$cfg" dev-layer-asan PASS
+	else
+		result "$cfg" dev-layer-asan FAIL "exit $r: $(echo "$out" | grep -m1 -E '^  FAIL|ERROR|runtime error')"
+	fi
+}
+
+# The same through a mount: what the device layer left, appends with dd,
+# the bytes through the mount and raw, the zone state, then a reset.
+test_mount() { # config path backend ng zone
+	local cfg=$1 path=$2 be=$3 ng=$4 zone=$5 mnt=$W/mnt pid lbs st n
+	local why=
+
+	mkdir -p "$mnt"
+	if [ "$be" = auto ]; then
+		po2zfs "$path" "$mnt" -f >"$W/daemon.log" 2>&1 &
+		be=nvme
+	else
+		po2zfs "$path" "$mnt" -f -o backend="$be" >"$W/daemon.log" 2>&1 &
+	fi
+	pid=$!
+	for _ in $(seq 200); do
+		mountpoint -q "$mnt" && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! mountpoint -q "$mnt"; then
+		result "$cfg" mount-bytes FAIL "mount: $(tail -n 1 "$W/daemon.log")"
+		wait $pid
+		return
+	fi
+	lbs=$(p2z_vm_raw lbs "$ng")
+	[ "$(getfattr --absolute-names --only-values -n user.dev.backend "$mnt")" = "$be" ] ||
+		why="user.dev.backend"
+	[ "$(getfattr --absolute-names --only-values -n user.zone.cond "$mnt/seq/2")" = closed ] ||
+		why="$why user.zone.cond"
+	cmp "$mnt/seq/2" "$W/expect" || why="$why data"
+	# 1 MiB + 3 LBAs with plain dd (no O_DIRECT), appended
+	head -c $((M + 3 * lbs)) /dev/urandom >"$W/more"
+	dd if="$W/more" of="$mnt/seq/2" bs=1M oflag=append conv=notrunc \
+		status=none || why="$why dd"
+	cat "$W/expect" "$W/more" >"$W/all"
+	n=$(stat -c %s "$W/all")
+	[ "$(stat -c %s "$mnt/seq/2")" = "$n" ] || why="$why size"
+	cmp "$mnt/seq/2" "$W/all" || why="$why data-after-append"
+	p2z_vm_raw read "$ng" $((2 * zone / lbs)) "$n" >"$W/raw" &&
+		cmp "$W/raw" "$W/all" || why="$why raw-after-append"
+	st=$(zone_state "$ng" $((zone / lbs)) 2)
+	[ "$st" = "implicit-open $((n / lbs))" ] || why="$why nvme-cli($st)"
+	truncate -s 0 "$mnt/seq/2" || why="$why reset"
+	st=$(zone_state "$ng" $((zone / lbs)) 2)
+	[ "$st" = "empty 0" ] || why="$why nvme-cli-after-reset($st)"
+	umount "$mnt" || why="$why umount"
+	wait $pid || why="$why daemon-exit"
+	if [ -z "$why" ]; then
+		result "$cfg" mount-bytes PASS
+	else
+		result "$cfg" mount-bytes FAIL "${why# }"
+		tail -n 5 "$W/daemon.log"
+	fi
+}
+
+test_func() { # config path backend tests
+	local cfg=$1 t name out r want=$4
+
+	for t in /p2z/tests/func/[0-9]*.sh; do
+		name=$(basename "$t" .sh)
+		[ -z "$want" ] || [[ " $want " == *" $name "* ]] || continue
+		out=$(P2Z_TEST_DEV=$2 P2Z_TEST_BACKEND=${3#auto} \
+			timeout 300 bash "$t" 2>&1)
+		r=$?
+		echo "$out"
+		case $r in
+		0) result "$cfg" "func/$name" PASS ;;
+		77) result "$cfg" "func/$name" SKIP "$(echo "$out" | sed -n 's/^SKIP: [^:]*: //p' | head -n 1)" ;;
+		*) result "$cfg" "func/$name" FAIL "exit $r: $(echo "$out" | sed -n 's/^FAIL: [^:]*: //p' | head -n 1)" ;;
+		esac
+	done
+}
+
+run_config() { # config path backend nsid zone cap full|quick
+	local cfg=$1 ng=${NG[$4]:-} tests
+
+	W=/tmp/$cfg
+	mkdir -p "$W"
+	exec >"$W/log" 2>&1
+	SECONDS=0
+	echo "P2Z-VM ---- $cfg: $2 backend=$3"
+	if [ -z "$ng" ]; then
+		result "$cfg" setup FAIL "no generic device for nsid $4"
+		return
+	fi
+	test_dev "$cfg" "$2" "$3" "$ng" "$5" "$6"
+	if [ ! -x /p2z/build/po2zfs ]; then
+		result "$cfg" mount FAIL "po2zfs was not built"
+		return
+	fi
+	test_mount "$cfg" "$2" "$3" "$ng" "$5"
+	tests=$P2Z_VM_TESTS
+	if [ -z "$tests" ] && [ "$7" = quick ] && [ "$P2Z_VM_FULL" != 1 ]; then
+		tests=$QUICK
+	fi
+	test_func "$cfg" "$2" "$3" "$tests"
+}
+
+# A zoned null_blk: 16 MiB zones of 12 MiB capacity, the first two
+# conventional, found by the zbd backend from the path alone.
+run_nullblk() {
+	local cfg=nullblk-zbd ko
+
+	W=/tmp/$cfg
+	mkdir -p "$W"
+	exec >"$W/log" 2>&1
+	SECONDS=0
+	echo "P2Z-VM ---- $cfg: /dev/nullb0 backend=auto"
+	ko=$(grep null_blk /lib/modules/load.list)
+	if ! insmod "/lib/modules/$(uname -r)/$ko" nr_devices=1 zoned=1 gb=1 \
+		bs=4096 zone_size=16 zone_capacity=12 zone_nr_conv=2 \
+		zone_max_open=3 zone_max_active=4 memory_backed=1 ||
+		[ ! -b /dev/nullb0 ]; then
+		result $cfg setup FAIL "null_blk did not load"
+		return
+	fi
+	echo "P2Z-VM nullb0: zoned $(cat /sys/block/nullb0/queue/zoned)," \
+		"$(cat /sys/block/nullb0/queue/nr_zones) zones"
+	if [ -n "$P2Z_VM_TESTS" ]; then
+		test_func $cfg /dev/nullb0 auto "$P2Z_VM_TESTS"
+	elif [ "$P2Z_VM_FULL" = 1 ]; then
+		test_func $cfg /dev/nullb0 auto ""
+	else
+		test_func $cfg /dev/nullb0 auto "$QUICK 0108 0110 0304"
+	fi
+}
+
+exec 3>&1
+rm -f /tmp/p2z-failed
+(
+	run_config npo2-ng "${NG[1]:-}" nvme 1 $((96 * M)) $((80 * M)) full
+	# the block name of a hidden disk, resolved to the generic device
+	run_config npo2-blkname "/dev/${DISK[1]:-nvme0n1}" auto 1 \
+		$((96 * M)) $((80 * M)) quick
+	run_config npo2-512 "${NG[2]:-}" auto 2 $((3 * M)) $((3 * M)) quick
+	run_nullblk
+) &
+(
+	run_config po2-ng "${NG[3]:-}" nvme 3 $((64 * M)) $((48 * M)) full
+) &
+(
+	run_config po2-zbd "/dev/${DISK[4]:-nvme0n4}" zbd 4 \
+		$((64 * M)) $((48 * M)) full
+) &
+wait
+for cfg in npo2-ng npo2-blkname npo2-512 nullblk-zbd po2-ng po2-zbd; do
+	sed "s/^/$cfg| /" "/tmp/$cfg/log"
+done
+[ ! -e /tmp/p2z-failed ]
