@@ -260,9 +260,10 @@ static int p2z_nvme_resolve_blk(const char *path, const char *name, int oflags,
 		close(fd);
 	} else {
 		ret = p2z_nvme_sysfs_u64(sysdir, "nsid", &id);
-		np->nsid = id;
 		if (!ret && (!id || id > UINT32_MAX))
 			ret = -EINVAL;
+		if (!ret)
+			np->nsid = (uint32_t)id;
 	}
 	if (ret) {
 		p2z_log(LOG_ERR, "%s: cannot get the namespace id: %s", path,
