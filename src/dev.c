@@ -88,13 +88,10 @@ static int p2z_dev_find_backend(const char *path, const char *backend,
 		return -EINVAL;
 	}
 
-	/* Say "no such file" rather than "no backend" for a typo. */
-	if (stat(path, &st) < 0) {
-		int ret = -errno;
-
-		p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
-		return ret;
-	}
+	/*
+	 * Probes first: the block name of an npo2 namespace has no node in
+	 * /dev (the kernel hides the disk), yet the nvme backend takes it.
+	 */
 	for (i = 0; i < P2Z_NR_BACKENDS; i++) {
 		ops = p2z_backends[i];
 		if (!ops->probe || !p2z_dev_ops_are_valid(ops))
@@ -103,6 +100,13 @@ static int p2z_dev_find_backend(const char *path, const char *backend,
 			*opsp = ops;
 			return 0;
 		}
+	}
+	/* Say "no such file" rather than "no backend" for a typo. */
+	if (stat(path, &st) < 0) {
+		int ret = -errno;
+
+		p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
+		return ret;
 	}
 	p2z_log(LOG_ERR, "%s: not a zoned device nor an emulated zoned image",
 		path);
@@ -186,7 +190,8 @@ ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs)
 		size_t n = len - done;
 		ssize_t ret;
 
-		if (n > dev->info.max_xfer_bytes)
+		/* Such a backend issues the pieces of one read concurrently. */
+		if (!dev->ops->splits_reads && n > dev->info.max_xfer_bytes)
 			n = dev->info.max_xfer_bytes;
 		ret = dev->ops->pread(dev, (char *)buf + done, n, ofs + done);
 		if (ret < 0)

@@ -102,6 +102,9 @@ struct p2z_dev;
 /**
  * struct p2z_dev_ops - one backend
  * @name: "nvme", "zbd" or "emu"
+ * @splits_reads: @pread takes any length and splits it at the device's
+ *		  limits itself (issuing the pieces concurrently); otherwise
+ *		  p2z_dev_pread() hands it pieces of at most info.max_xfer_bytes
  * @probe: 1 if this backend recognises @path (auto-selection), else 0
  * @open: allocate the backend state (which embeds struct p2z_dev), open
  *	  @path, fill dev->info; print a one-line reason on failure
@@ -119,6 +122,7 @@ struct p2z_dev;
  */
 struct p2z_dev_ops {
 	const char *name;
+	bool splits_reads;
 	int (*probe)(const char *path);
 	int (*open)(const char *path, unsigned int flags,
 		    struct p2z_dev **devp);
@@ -199,7 +203,8 @@ int p2z_dev_report_zones(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
 int p2z_dev_zone_mgmt(struct p2z_dev *dev, uint64_t zidx, enum p2z_zone_op op);
 
 /**
- * p2z_dev_pread() - read, split at the transfer limit
+ * p2z_dev_pread() - read, split at the transfer limit (by the backend when
+ *		     it has splits_reads)
  * @dev: device
  * @buf: destination
  * @len: bytes, a multiple of the LBA size
