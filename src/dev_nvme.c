@@ -7,10 +7,8 @@
  * hides its block device (see Linux drivers/nvme/host/core.c and zns.c) but
  * keeps the generic char device.
  *
- * Every thread that calls in gets its own ring, created on first use and
- * found through a pthread key owned by the open device, so worker threads
- * never share a submission queue. Rings of threads that exit are freed by
- * the key's destructor, the rest by close.
+ * Every thread that calls in gets its own ring (uring.h), so worker threads
+ * never share a submission queue.
  */
 #include <endian.h>
 #include <errno.h>
@@ -29,6 +27,7 @@
 #include "po2zfs/dev.h"
 #include "po2zfs/log.h"
 #include "po2zfs/nvme_path.h"
+#include "uring.h"
 
 /* Ring size; also the number of read pieces in flight at once. */
 #define P2Z_NVME_QD 16
@@ -46,22 +45,6 @@
 /* NLB is a 0-based 16-bit field of CDW12. */
 #define P2Z_NVME_MAX_NLB 65536U
 
-struct p2z_nvme;
-
-/**
- * struct p2z_nvme_ring - one calling thread's ring
- * @ring: SQE128|CQE32 ring
- * @nv: the device it belongs to
- * @prev: list of all rings of @nv, guarded by nv->rings_lock
- * @next: see @prev
- */
-struct p2z_nvme_ring {
-	struct io_uring ring;
-	struct p2z_nvme *nv;
-	struct p2z_nvme_ring *prev;
-	struct p2z_nvme_ring *next;
-};
-
 /**
  * struct p2z_nvme - an open ZNS namespace
  * @dev: generic part, first
@@ -69,9 +52,7 @@ struct p2z_nvme_ring {
  * @ng: its path, for messages
  * @nsid: namespace id, from NVME_IOCTL_ID
  * @nr_lba: zones x zone size, the addressable LBAs
- * @key: finds the calling thread's ring
- * @rings_lock: guards @rings
- * @rings: every ring created for this device
+ * @rings: one SQE128|CQE32 ring per calling thread
  */
 struct p2z_nvme {
 	struct p2z_dev dev;
@@ -79,9 +60,7 @@ struct p2z_nvme {
 	char ng[PATH_MAX];
 	uint32_t nsid;
 	uint64_t nr_lba;
-	pthread_key_t key;
-	pthread_mutex_t rings_lock;
-	struct p2z_nvme_ring *rings;
+	struct p2z_rings rings;
 };
 
 /**
@@ -105,85 +84,6 @@ struct p2z_nvme_cmd {
 static inline struct p2z_nvme *P2Z_NVME(struct p2z_dev *dev)
 {
 	return container_of(dev, struct p2z_nvme, dev);
-}
-
-/* ---- per-thread rings ---- */
-
-static void p2z_nvme_ring_unlink(struct p2z_nvme_ring *r)
-{
-	struct p2z_nvme *nv = r->nv;
-
-	pthread_mutex_lock(&nv->rings_lock);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		nv->rings = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	pthread_mutex_unlock(&nv->rings_lock);
-}
-
-static void p2z_nvme_ring_free(struct p2z_nvme_ring *r)
-{
-	io_uring_queue_exit(&r->ring);
-	free(r);
-}
-
-/* pthread key destructor: the thread that owned @arg is exiting. */
-static void p2z_nvme_ring_destroy(void *arg)
-{
-	struct p2z_nvme_ring *r = arg;
-
-	p2z_nvme_ring_unlink(r);
-	p2z_nvme_ring_free(r);
-}
-
-/*
- * Drop the calling thread's ring after an io_uring failure that leaves it
- * in an unknown state; the next call creates a fresh one.
- */
-static void p2z_nvme_ring_discard(struct p2z_nvme_ring *r)
-{
-	pthread_setspecific(r->nv->key, NULL);
-	p2z_nvme_ring_destroy(r);
-}
-
-static int p2z_nvme_ring_get(struct p2z_nvme *nv, struct p2z_nvme_ring **rp)
-{
-	struct p2z_nvme_ring *r = pthread_getspecific(nv->key);
-	struct io_uring_params p;
-	int ret;
-
-	if (r) {
-		*rp = r;
-		return 0;
-	}
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
-	ret = io_uring_queue_init_params(P2Z_NVME_QD, &r->ring, &p);
-	if (ret < 0) {
-		p2z_log(LOG_ERR, "%s: io_uring setup (SQE128|CQE32): %s",
-			nv->ng, strerror(-ret));
-		free(r);
-		return ret;
-	}
-	r->nv = nv;
-	ret = pthread_setspecific(nv->key, r);
-	if (ret) {
-		p2z_nvme_ring_free(r);
-		return -ret;
-	}
-	pthread_mutex_lock(&nv->rings_lock);
-	r->next = nv->rings;
-	if (nv->rings)
-		nv->rings->prev = r;
-	nv->rings = r;
-	pthread_mutex_unlock(&nv->rings_lock);
-	*rp = r;
-	return 0;
 }
 
 /* ---- commands ---- */
@@ -226,46 +126,26 @@ static int p2z_nvme_res(int res)
 	return err ? err : -EIO;
 }
 
-static int p2z_nvme_submit(struct io_uring *ring)
-{
-	int ret;
-
-	do {
-		ret = io_uring_submit(ring);
-	} while (ret == -EINTR);
-	return ret;
-}
-
-static int p2z_nvme_wait(struct io_uring *ring, struct io_uring_cqe **cqe)
-{
-	int ret;
-
-	do {
-		ret = io_uring_wait_cqe(ring, cqe);
-	} while (ret == -EINTR);
-	return ret;
-}
-
 /* Run one command and wait for it; @result gets CQE dwords 0-1. */
 static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 			 uint64_t *result)
 {
-	struct p2z_nvme_ring *r;
+	struct p2z_ring *r;
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 	int ret, res;
 
-	ret = p2z_nvme_ring_get(nv, &r);
+	ret = p2z_ring_get(&nv->rings, &r);
 	if (ret)
 		return ret;
 	sqe = io_uring_get_sqe(&r->ring);
 	if (!sqe)
 		return -EBUSY;
 	p2z_nvme_prep(nv, sqe, c);
-	ret = p2z_nvme_submit(&r->ring);
+	ret = p2z_ring_submit(r);
 	if (ret != 1)
 		goto out_discard;
-	ret = p2z_nvme_wait(&r->ring, &cqe);
+	ret = p2z_ring_wait(r, &cqe);
 	if (ret)
 		goto out_discard;
 	res = cqe->res;
@@ -277,7 +157,7 @@ static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 out_discard:
 	p2z_log(LOG_ERR, "%s: io_uring: %s", nv->ng,
 		strerror(ret < 0 ? -ret : EIO));
-	p2z_nvme_ring_discard(r);
+	p2z_ring_discard(r);
 	return ret < 0 ? ret : -EIO;
 }
 
@@ -321,7 +201,7 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 	struct p2z_nvme *nv = P2Z_NVME(dev);
 	uint32_t max = dev->info.max_xfer_bytes;
 	struct p2z_nvme_cmd c;
-	struct p2z_nvme_ring *r;
+	struct p2z_ring *r;
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
 	size_t done = 0;
@@ -331,7 +211,7 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 	ret = p2z_nvme_check_range(nv, len, ofs);
 	if (ret)
 		return ret;
-	ret = p2z_nvme_ring_get(nv, &r);
+	ret = p2z_ring_get(&nv->rings, &r);
 	if (ret)
 		return ret;
 	while (done < len || inflight) {
@@ -353,10 +233,10 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 		}
 		if (err && !inflight)
 			break;
-		ret = p2z_nvme_submit(&r->ring);
+		ret = p2z_ring_submit(r);
 		if (ret < 0)
 			goto out_discard;
-		ret = p2z_nvme_wait(&r->ring, &cqe);
+		ret = p2z_ring_wait(r, &cqe);
 		if (ret)
 			goto out_discard;
 		ret = p2z_nvme_res(cqe->res);
@@ -374,7 +254,7 @@ out_discard:
 	 * their pages pinned until the kernel completes them.
 	 */
 	p2z_log(LOG_ERR, "%s: io_uring: %s", nv->ng, strerror(-ret));
-	p2z_nvme_ring_discard(r);
+	p2z_ring_discard(r);
 	return ret;
 }
 
@@ -771,15 +651,9 @@ static int p2z_nvme_identify(struct p2z_nvme *nv, const struct p2z_nvme_path *w)
 static void p2z_nvme_close(struct p2z_dev *dev)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
-	struct p2z_nvme_ring *r, *next;
 
 	/* No call is in flight: every thread's ring can go. */
-	pthread_key_delete(nv->key);
-	for (r = nv->rings; r; r = next) {
-		next = r->next;
-		p2z_nvme_ring_free(r);
-	}
-	pthread_mutex_destroy(&nv->rings_lock);
+	p2z_rings_destroy(&nv->rings);
 	close(nv->fd);
 	free(nv);
 }
@@ -804,12 +678,13 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	ret = p2z_nvme_identify(nv, w);
 	if (ret)
 		goto out_close;
-	ret = -pthread_key_create(&nv->key, p2z_nvme_ring_destroy);
+	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
+	ret = p2z_rings_init(&nv->rings, P2Z_NVME_QD,
+			     IORING_SETUP_SQE128 | IORING_SETUP_CQE32, 0,
+			     nv->ng);
 	if (ret)
 		goto out_close;
-	pthread_mutex_init(&nv->rings_lock, NULL);
 	nv->fd = w->fd;
-	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
 	nv->nsid = w->nsid;
 	nv->dev.flags = flags;
 	free(w);
@@ -826,6 +701,7 @@ out_free:
 
 const struct p2z_dev_ops p2z_dev_nvme_ops = {
 	.name = "nvme",
+	.splits_reads = true,
 	.probe = p2z_nvme_path_probe,
 	.open = p2z_nvme_open,
 	.close = p2z_nvme_close,

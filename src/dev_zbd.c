@@ -26,29 +26,12 @@
 
 #include "po2zfs/dev.h"
 #include "po2zfs/log.h"
+#include "uring.h"
 
 #define P2Z_ZBD_QD 8
 #define P2Z_ZBD_NR_LOCKS 64
 #define P2Z_ZBD_MAX_XFER (4U << 20)
 #define P2Z_ZBD_WP_UNKNOWN UINT64_MAX
-
-struct p2z_zbd;
-
-/**
- * struct p2z_zbd_ring - one calling thread's ring and bounce buffer
- * @ring: plain ring
- * @bounce: aligned buffer of max_xfer_bytes, for unaligned callers' buffers
- * @zbd: the device it belongs to
- * @prev: list of all rings of @zbd, guarded by zbd->rings_lock
- * @next: see @prev
- */
-struct p2z_zbd_ring {
-	struct io_uring ring;
-	void *bounce;
-	struct p2z_zbd *zbd;
-	struct p2z_zbd_ring *prev;
-	struct p2z_zbd_ring *next;
-};
 
 /**
  * struct p2z_zbd - an open zoned block device
@@ -59,9 +42,8 @@ struct p2z_zbd_ring {
  * @lock: stripe locks: zone z is guarded by lock[z % P2Z_ZBD_NR_LOCKS]
  * @wp_lba: cached write pointer per zone, P2Z_ZBD_WP_UNKNOWN until read
  *	    from the device; guarded by the zone's stripe lock
- * @key: finds the calling thread's ring
- * @rings_lock: guards @rings
- * @rings: every ring created for this device
+ * @rings: one ring per calling thread, each with a bounce buffer of
+ *	   max_xfer_bytes for callers' buffers that O_DIRECT refuses
  */
 struct p2z_zbd {
 	struct p2z_dev dev;
@@ -70,9 +52,7 @@ struct p2z_zbd {
 	uint64_t zone_bytes;
 	pthread_mutex_t lock[P2Z_ZBD_NR_LOCKS];
 	uint64_t *wp_lba;
-	pthread_key_t key;
-	pthread_mutex_t rings_lock;
-	struct p2z_zbd_ring *rings;
+	struct p2z_rings rings;
 };
 
 static inline struct p2z_zbd *P2Z_ZBD(struct p2z_dev *dev)
@@ -94,77 +74,10 @@ static int p2z_zbd_ret(int ret, int err)
 	return ret;
 }
 
-/* ---- per-thread rings ---- */
-
-static void p2z_zbd_ring_free(struct p2z_zbd_ring *r)
-{
-	io_uring_queue_exit(&r->ring);
-	free(r->bounce);
-	free(r);
-}
-
-/* pthread key destructor: the thread that owned @arg is exiting. */
-static void p2z_zbd_ring_destroy(void *arg)
-{
-	struct p2z_zbd_ring *r = arg;
-	struct p2z_zbd *zbd = r->zbd;
-
-	pthread_mutex_lock(&zbd->rings_lock);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		zbd->rings = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	pthread_mutex_unlock(&zbd->rings_lock);
-	p2z_zbd_ring_free(r);
-}
-
-static int p2z_zbd_ring_get(struct p2z_zbd *zbd, struct p2z_zbd_ring **rp)
-{
-	struct p2z_zbd_ring *r = pthread_getspecific(zbd->key);
-	int ret;
-
-	if (r) {
-		*rp = r;
-		return 0;
-	}
-	r = calloc(1, sizeof(*r));
-	if (!r)
-		return -ENOMEM;
-	r->bounce = aligned_alloc(4096, zbd->dev.info.max_xfer_bytes);
-	if (!r->bounce) {
-		free(r);
-		return -ENOMEM;
-	}
-	ret = io_uring_queue_init(P2Z_ZBD_QD, &r->ring, 0);
-	if (ret < 0) {
-		p2z_log(LOG_ERR, "%s: io_uring setup: %s", zbd->name,
-			strerror(-ret));
-		free(r->bounce);
-		free(r);
-		return ret;
-	}
-	r->zbd = zbd;
-	ret = pthread_setspecific(zbd->key, r);
-	if (ret) {
-		p2z_zbd_ring_free(r);
-		return -ret;
-	}
-	pthread_mutex_lock(&zbd->rings_lock);
-	r->next = zbd->rings;
-	if (zbd->rings)
-		zbd->rings->prev = r;
-	zbd->rings = r;
-	pthread_mutex_unlock(&zbd->rings_lock);
-	*rp = r;
-	return 0;
-}
-
 /* ---- data ---- */
 
 /* One read or write, looping over short transfers; returns 0 or -errno. */
-static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_zbd_ring *r, bool write,
+static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_ring *r, bool write,
 		      void *buf, size_t len, uint64_t ofs)
 {
 	struct io_uring_sqe *sqe;
@@ -182,14 +95,10 @@ static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_zbd_ring *r, bool write,
 			io_uring_prep_write(sqe, zbd->fd, buf, n, ofs);
 		else
 			io_uring_prep_read(sqe, zbd->fd, buf, n, ofs);
-		do {
-			ret = io_uring_submit(&r->ring);
-		} while (ret == -EINTR);
+		ret = p2z_ring_submit(r);
 		if (ret != 1)
 			return ret < 0 ? ret : -EIO;
-		do {
-			ret = io_uring_wait_cqe(&r->ring, &cqe);
-		} while (ret == -EINTR);
+		ret = p2z_ring_wait(r, &cqe);
 		if (ret)
 			return ret;
 		res = cqe->res;
@@ -214,11 +123,11 @@ static int p2z_zbd_io(struct p2z_zbd *zbd, bool write, void *buf, size_t len,
 		      uint64_t ofs)
 {
 	uint32_t max = zbd->dev.info.max_xfer_bytes;
-	struct p2z_zbd_ring *r;
+	struct p2z_ring *r;
 	size_t done = 0;
 	int ret;
 
-	ret = p2z_zbd_ring_get(zbd, &r);
+	ret = p2z_ring_get(&zbd->rings, &r);
 	if (ret)
 		return ret;
 	if (!((uintptr_t)buf % zbd->dev.info.lba_bytes))
@@ -227,12 +136,12 @@ static int p2z_zbd_io(struct p2z_zbd *zbd, bool write, void *buf, size_t len,
 		uint32_t n = len - done < max ? len - done : max;
 
 		if (write)
-			memcpy(r->bounce, (char *)buf + done, n);
-		ret = p2z_zbd_rw(zbd, r, write, r->bounce, n, ofs + done);
+			memcpy(r->buf, (char *)buf + done, n);
+		ret = p2z_zbd_rw(zbd, r, write, r->buf, n, ofs + done);
 		if (ret)
 			return ret;
 		if (!write)
-			memcpy((char *)buf + done, r->bounce, n);
+			memcpy((char *)buf + done, r->buf, n);
 		done += n;
 	}
 	return 0;
@@ -580,16 +489,10 @@ static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 static void p2z_zbd_close(struct p2z_dev *dev)
 {
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
-	struct p2z_zbd_ring *r, *next;
 	int i;
 
 	/* No call is in flight: every thread's ring can go. */
-	pthread_key_delete(zbd->key);
-	for (r = zbd->rings; r; r = next) {
-		next = r->next;
-		p2z_zbd_ring_free(r);
-	}
-	pthread_mutex_destroy(&zbd->rings_lock);
+	p2z_rings_destroy(&zbd->rings);
 	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++)
 		pthread_mutex_destroy(&zbd->lock[i]);
 	zbd_close(zbd->fd);
@@ -641,10 +544,10 @@ static int p2z_zbd_open(const char *path, unsigned int flags,
 		goto out_close;
 	for (z = 0; z < zbd->dev.info.nr_zones; z++)
 		zbd->wp_lba[z] = P2Z_ZBD_WP_UNKNOWN;
-	ret = -pthread_key_create(&zbd->key, p2z_zbd_ring_destroy);
+	ret = p2z_rings_init(&zbd->rings, P2Z_ZBD_QD, 0,
+			     zbd->dev.info.max_xfer_bytes, zbd->name);
 	if (ret)
 		goto out_close;
-	pthread_mutex_init(&zbd->rings_lock, NULL);
 	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++)
 		pthread_mutex_init(&zbd->lock[i], NULL);
 	*devp = &zbd->dev;
@@ -660,6 +563,7 @@ out_free:
 
 const struct p2z_dev_ops p2z_dev_zbd_ops = {
 	.name = "zbd",
+	.splits_reads = true,
 	.probe = p2z_zbd_probe,
 	.open = p2z_zbd_open,
 	.close = p2z_zbd_close,

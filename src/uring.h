@@ -1,0 +1,106 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * A ring per calling thread, for the backends that drive io_uring (nvme,
+ * zbd): created on first use, found through a pthread key owned by the open
+ * device, freed when its thread exits or when the device closes. Worker
+ * threads never share a submission queue, so no call takes a lock on the
+ * I/O path.
+ */
+#ifndef P2Z_URING_H
+#define P2Z_URING_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <stddef.h>
+
+struct p2z_rings;
+
+/**
+ * struct p2z_ring - one calling thread's ring
+ * @ring: the io_uring
+ * @buf: per-ring buffer of rs->buf_bytes, 4096-aligned, or NULL
+ * @rs: the registry it belongs to
+ * @prev: list of all rings of @rs, guarded by rs->lock
+ * @next: see @prev
+ */
+struct p2z_ring {
+	struct io_uring ring;
+	void *buf;
+	struct p2z_rings *rs;
+	struct p2z_ring *prev;
+	struct p2z_ring *next;
+};
+
+/**
+ * struct p2z_rings - the rings of one open device
+ * @key: finds the calling thread's ring
+ * @lock: guards @list
+ * @list: every ring created and not yet freed
+ * @entries: ring size
+ * @flags: IORING_SETUP_* flags
+ * @buf_bytes: size of each ring's buffer, 0 for none
+ * @name: the device, for messages; must outlive the registry
+ */
+struct p2z_rings {
+	pthread_key_t key;
+	pthread_mutex_t lock;
+	struct p2z_ring *list;
+	unsigned int entries;
+	unsigned int flags;
+	size_t buf_bytes;
+	const char *name;
+};
+
+/**
+ * p2z_rings_init() - set up an empty registry
+ * @rs: registry
+ * @entries: ring size
+ * @flags: IORING_SETUP_* flags for every ring
+ * @buf_bytes: per-ring buffer size (0: none)
+ * @name: device name for messages
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_rings_init(struct p2z_rings *rs, unsigned int entries,
+		   unsigned int flags, size_t buf_bytes, const char *name);
+
+/**
+ * p2z_rings_destroy() - free every ring; no call may be in flight
+ * @rs: registry set up by p2z_rings_init()
+ */
+void p2z_rings_destroy(struct p2z_rings *rs);
+
+/**
+ * p2z_ring_get() - the calling thread's ring, created on first use
+ * @rs: registry
+ * @rp: gets the ring
+ *
+ * Return: 0 or -errno (the reason is logged).
+ */
+int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp);
+
+/**
+ * p2z_ring_discard() - drop the calling thread's ring after an io_uring
+ * failure that left it in an unknown state; the next call makes a new one
+ * @r: the calling thread's ring
+ */
+void p2z_ring_discard(struct p2z_ring *r);
+
+/**
+ * p2z_ring_submit() - io_uring_submit(), again on EINTR
+ * @r: ring
+ *
+ * Return: number of SQEs submitted or -errno.
+ */
+int p2z_ring_submit(struct p2z_ring *r);
+
+/**
+ * p2z_ring_wait() - io_uring_wait_cqe(), again on EINTR
+ * @r: ring
+ * @cqe: gets the completion; the caller marks it seen
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_ring_wait(struct p2z_ring *r, struct io_uring_cqe **cqe);
+
+#endif
