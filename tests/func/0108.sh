@@ -5,15 +5,9 @@
 . "$(dirname "$0")/common.sh"
 
 p2z_init "conventional zone files"
-geoms="96M/80M/4096 3M/3M/512"
-[ -n "$P2Z_TEST_DEV" ] && geoms=dev
-
-for g in $geoms; do
-	p2z_device "$g" 4 2
-	p2z_mount
-	[ "$NCNV" -gt 0 ] || skip "the device has no conventional zones"
+for g in $(cnv_geoms); do
+	p2z_cnv_mount "$g"
 	f=$MNT/cnv/0
-	CAP=$CNV_CAP
 	assert_size "$f" "$CAP" "conventional file ($g)"
 	assert_xattr "$f" user.zone.type cnv "$g"
 	[ "${EMU_GEOM:-1}" = 1 ] && verify_zeros "$f" 0 "$((1024 * 1024))"

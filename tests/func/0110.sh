@@ -6,15 +6,9 @@
 . "$(dirname "$0")/common.sh"
 
 p2z_init "writable shared mapping of a conventional zone file"
-geoms="96M/80M/4096 3M/3M/512"
-[ -n "$P2Z_TEST_DEV" ] && geoms=dev
-
-for g in $geoms; do
-	p2z_device "$g" 4 2
-	p2z_mount
-	[ "$NCNV" -gt 0 ] || skip "the device has no conventional zones"
+for g in $(cnv_geoms); do
+	p2z_cnv_mount "$g"
 	f=$MNT/cnv/0
-	CAP=$CNV_CAP
 	# zeros around the stored range first (a real device may hold data)
 	ofs=$(((CAP / 2) / 65536 * 65536 + LBA))
 	len=$((3 * 4096 + LBA))
@@ -33,6 +27,7 @@ for g in $geoms; do
 	p2z_umount
 
 	p2z_mount
+	CAP=$CNV_CAP # p2z_mount set it to the sequential zones' capacity
 	verify "$f" "$ofs" "$len" 81
 	verify_zeros "$f" $((ofs - 4096)) 4096
 	verify_zeros "$f" $((ofs + len)) 4096

@@ -431,6 +431,27 @@ wait_mounted()
 	fail "$MNT not mounted after 10 s"
 }
 
+# cnv_geoms: the geometries of the conventional zone tests, or "dev"
+cnv_geoms()
+{
+	if [ -n "$P2Z_TEST_DEV" ]; then
+		echo dev
+	else
+		echo "96M/80M/4096 3M/3M/512"
+	fi
+}
+
+# p2z_cnv_mount G: a device of geometry G with two conventional zones (or
+# the device under test, skipped when it has none), mounted; CAP is set to
+# the conventional zones' capacity.
+p2z_cnv_mount()
+{
+	p2z_device "$1" 4 2
+	p2z_mount
+	[ "$NCNV" -gt 0 ] || skip "the device has no conventional zones"
+	CAP=$CNV_CAP
+}
+
 # p2z_mount [OPTIONS]: mount DEV on MNT with the daemon in the foreground
 # (backgrounded here), then read the geometry in device mode.
 p2z_mount()
@@ -635,6 +656,47 @@ fio_verify_only()
 		--size="$size" --verify=crc32c --verify_only=1 \
 		--verify_fatal=1 --verify_state_save=0 >"$log" 2>&1 ||
 		fail "fio verify_only $eng bs=$bs on ${f#"$MNT"/}: $(grep -iE 'err|verify' "$log" | head -5)"
+}
+
+# fio_seq_suite ENGINE: on each geometry, fio sequential writes with bs 128k
+# and 1M to two zone files, exact sizes, the data again after a remount, and
+# a zone filled to capacity by fio (the body of the per-engine tests)
+fio_seq_suite()
+{
+	local eng=$1 geoms="$P2Z_GEOM 64M/48M/512" g size s0 s1
+
+	need_fio_engine "$eng"
+	[ -n "$P2Z_TEST_DEV" ] && geoms=dev
+	for g in $geoms; do
+		p2z_device "$g" 4 0
+		p2z_mount
+		p2z_reset_seq 0 1
+		size=$((CAP < 32 * 1024 * 1024 ? CAP : 32 * 1024 * 1024))
+		s0=$((size / (128 * 1024) * 128 * 1024))
+		# seq/0 takes the final append (still_serving): below capacity
+		[ "$s0" -lt "$CAP" ] || s0=$((s0 - 128 * 1024))
+		s1=$((size / (1024 * 1024) * 1024 * 1024))
+		fio_seq_write "$MNT/seq/0" "$eng" 128k "$s0"
+		assert_size "$MNT/seq/0" "$s0" "after fio bs=128k ($g)"
+		fio_seq_write "$MNT/seq/1" "$eng" 1M "$s1"
+		assert_size "$MNT/seq/1" "$s1" "after fio bs=1M ($g)"
+		p2z_umount
+		p2z_mount
+		assert_size "$MNT/seq/0" "$s0" "remounted ($g)"
+		assert_size "$MNT/seq/1" "$s1" "remounted ($g)"
+		fio_verify_only "$MNT/seq/0" "$eng" 128k "$s0"
+		fio_verify_only "$MNT/seq/1" "$eng" 1M "$s1"
+		# a full zone by fio: writing exactly the capacity
+		if [ "$CAP" -le $((48 * 1024 * 1024)) ]; then
+			expect OK "reset seq/1 ($g)" truncate "$MNT/seq/1" 0
+			fio_seq_write "$MNT/seq/1" "$eng" 1M "$CAP"
+			assert_size "$MNT/seq/1" "$CAP" "fio to capacity ($g)"
+			assert_cond "$MNT/seq/1" full "fio to capacity ($g)"
+		fi
+		still_serving "$MNT/seq/0"
+		p2z_umount
+		info "ok: $g"
+	done
 }
 
 # need_fio_engine ENGINE: skip when fio or the engine does not work here
