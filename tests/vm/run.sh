@@ -155,36 +155,37 @@ build_project() {
 }
 
 # The guest's own helpers: a raw passthrough reader (static, independent of
-# the project's code), a backend test linked with the build's p2z_core
-# objects, and the mount tests' I/O helper.
+# the project's code), a backend test built from the build's p2z_core
+# sources (with its compiler and options, and again under ASan and UBSan),
+# and the mount tests' I/O helper.
 build_helpers() {
-	local cc objs=() srcs=() defs=() san=
+	local cc srcs=() defs=() san= libs
+	local warn=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror)
 
 	mkdir -p "$work/bin"
-	gcc -O2 -g -Wall -Wextra -Werror -std=c11 -D_GNU_SOURCE -static \
-		-o "$work/bin/p2z_vm_raw" "$vm/p2z_vm_raw.c" || return 1
-	mapfile -t objs < <(find "$build/CMakeFiles/p2z_core.dir" -name '*.o' 2>/dev/null)
-	[ ${#objs[@]} -gt 0 ] || { say "no p2z_core objects in $build"; return 1; }
+	gcc -O2 -g "${warn[@]}" -static -o "$work/bin/p2z_vm_raw" \
+		"$vm/p2z_vm_raw.c" || return 1
+	if [ ! -s "$build/p2z_core_sources.txt" ]; then
+		say "no $build/p2z_core_sources.txt: run cmake on that build again"
+		return 1
+	fi
+	mapfile -t srcs <"$build/p2z_core_sources.txt"
 	cc=$(sed -n 's/^CMAKE_C_COMPILER:[A-Z]*=//p' "$build/CMakeCache.txt")
 	grep -q '^P2Z_SANITIZE:BOOL=ON' "$build/CMakeCache.txt" &&
 		san=-fsanitize=address,undefined
-	# shellcheck disable=SC2046
-	"${cc:-gcc}" -O2 -g -Wall -Wextra -Werror -std=c11 -D_GNU_SOURCE $san \
-		-I"$top/include" -o "$work/bin/p2z_vm_dev" "$vm/p2z_vm_dev.c" \
-		"${objs[@]}" $(pkg-config --libs liburing libnvme libzbd) \
-		-lpthread || return 1
-	# The same test on the same sources under ASan and UBSan.
-	srcs=("${objs[@]#"$build/CMakeFiles/p2z_core.dir/"}")
-	srcs=("${srcs[@]/%.o/}")
 	grep -q '^P2Z_WITH_NVME:BOOL=ON' "$build/CMakeCache.txt" && defs+=(-DP2Z_HAVE_NVME)
 	grep -q '^P2Z_WITH_ZBD:BOOL=ON' "$build/CMakeCache.txt" && defs+=(-DP2Z_HAVE_ZBD)
-	# shellcheck disable=SC2046
-	(cd "$top" && gcc -O1 -g -std=c11 -D_GNU_SOURCE "${defs[@]}" \
+	libs=$(pkg-config --libs liburing libnvme libzbd) || return 1
+	# shellcheck disable=SC2086
+	(cd "$top" && "${cc:-gcc}" -O2 -g "${warn[@]}" "${defs[@]}" $san \
+		-Iinclude -o "$work/bin/p2z_vm_dev" "$vm/p2z_vm_dev.c" \
+		"${srcs[@]}" $libs -lpthread) || return 1
+	# shellcheck disable=SC2086
+	(cd "$top" && gcc -O1 -g "${warn[@]}" "${defs[@]}" \
 		-fsanitize=address,undefined -fno-omit-frame-pointer \
 		-fno-sanitize-recover=undefined -Iinclude \
 		-o "$work/bin/p2z_vm_dev_asan" "$vm/p2z_vm_dev.c" "${srcs[@]}" \
-		$(pkg-config --libs liburing libnvme libzbd) -lpthread) ||
-		return 1
+		$libs -lpthread) || return 1
 	if [ -x "$build/tests/p2z_tio" ]; then
 		cp "$build/tests/p2z_tio" "$work/bin/p2z_tio"
 	else
