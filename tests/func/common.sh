@@ -128,8 +128,9 @@ expect_one_of()
 	fail "$what: expected one of '$set', got '$TIO_OUT' (p2z_tio $*)"
 }
 
-# stat_field FILE KEY: REPLY = size|blocks|blksize|mode|type|uid|gid|ino|nlink
-stat_field()
+# stat_all FILE: ST[KEY] for every KEY of stat_field, from one stat call
+declare -A ST
+stat_all()
 {
 	local kv
 
@@ -138,13 +139,18 @@ stat_field()
 	*=*) ;;
 	*) fail "stat $1: $TIO_OUT" ;;
 	esac
+	ST=()
 	for kv in $TIO_OUT; do
-		if [ "${kv%%=*}" = "$2" ]; then
-			REPLY=${kv#*=}
-			return 0
-		fi
+		ST[${kv%%=*}]=${kv#*=}
 	done
-	fail "stat $1: no field $2 in '$TIO_OUT'"
+}
+
+# stat_field FILE KEY: REPLY = size|blocks|blksize|mode|type|uid|gid|ino|nlink
+stat_field()
+{
+	stat_all "$1"
+	[ -n "${ST[$2]+set}" ] || fail "stat $1: no field $2 in '$TIO_OUT'"
+	REPLY=${ST[$2]}
 }
 
 # statfs_field PATH KEY: REPLY = bsize|frsize|blocks|bfree|bavail|files|
