@@ -17,8 +17,8 @@
 # the npo2 and po2 namespaces through passthrough and on the po2 namespace
 # through libzbd, a quick subset on the others (see run.sh for the knobs).
 # Last, a zoned null_blk with conventional zones through the zbd backend.
-# Namespaces are independent devices: the configurations of nsid 1 and 2,
-# of nsid 3 and of nsid 4 run alongside each other.
+# Namespaces are independent devices: the configurations of nsid 1, of
+# nsid 2 and null_blk, of nsid 3 and of nsid 4 run alongside each other.
 #
 # Prints "P2Z-RESULT <config> <test> <verdict> <seconds>s [reason]" lines;
 # each configuration's full output follows at the end.
@@ -247,6 +247,8 @@ rm -f /tmp/p2z-failed
 	# the block name of a hidden disk, resolved to the generic device
 	run_config npo2-blkname "/dev/${DISK[1]:-nvme0n1}" auto 1 \
 		$((96 * M)) $((80 * M)) quick
+) &
+(
 	run_config npo2-512 "${NG[2]:-}" auto 2 $((3 * M)) $((3 * M)) quick
 	run_nullblk
 ) &
