@@ -6,6 +6,7 @@
 #   nsid 2  npo2, 3 MiB zones, capacity = size, 512-byte LBAs (hidden disk)
 #   nsid 3  po2, 64 MiB zones, 48 MiB capacity, 4 KiB LBAs (block device)
 #   nsid 4  the same as nsid 3
+#   nsid 5  npo2, 9000 zones of 12 KiB, 8 KiB capacity (hidden disk)
 # Device names are found by namespace id, never assumed: on 6.12 the
 # generic devices are named in scan order.
 #
@@ -16,9 +17,10 @@
 # runs the mount tests (tests/func) with P2Z_TEST_DEV set: all of them on
 # the npo2 and po2 namespaces through passthrough and on the po2 namespace
 # through libzbd, a quick subset on the others (see run.sh for the knobs).
-# Last, a zoned null_blk with conventional zones through the zbd backend.
+# Then nsid 5, whose zones take more than one report, and last a zoned
+# null_blk with conventional zones through the zbd backend.
 # Namespaces are independent devices: the configurations of nsid 1, of
-# nsid 2 and null_blk, of nsid 3 and of nsid 4 run alongside each other.
+# nsid 2, 5 and null_blk, of nsid 3 and of nsid 4 run alongside each other.
 #
 # Prints "P2Z-RESULT <config> <test> <verdict> <seconds>s [reason]" lines;
 # each configuration's full output follows at the end.
@@ -45,7 +47,7 @@ done
 for d in /sys/block/nvme*; do
 	[ -e "$d/nsid" ] && DISK[$(cat "$d/nsid")]=${d##*/}
 done
-for n in 1 2 3 4; do
+for n in 1 2 3 4 5; do
 	d=${DISK[$n]:-}
 	q=/sys/block/$d/queue
 	echo "P2Z-VM nsid $n: generic ${NG[$n]:-none}, disk ${d:-none}" \
@@ -240,6 +242,98 @@ run_nullblk() {
 	fi
 }
 
+# nsid 5: 9000 zones, more than one Zone Management Receive returns (at
+# most 8191 in 512 KiB on 6.1, 1983 in 124 KiB on 6.12). The mount reads
+# them all, page by page; zones on both sides of each page boundary and the
+# last one are filled with an append each and checked against nvme-cli and
+# a raw read, then again after a remount.
+run_many() {
+	local cfg=npo2-many ng=${NG[5]:-} mnt pid z st why= zones out r
+	local cap=8192
+
+	W=/tmp/$cfg
+	mkdir -p "$W"
+	exec >"$W/log" 2>&1
+	SECONDS=0
+	echo "P2Z-VM ---- $cfg: $ng backend=auto"
+	if [ -z "$ng" ]; then
+		result $cfg setup FAIL "no generic device for nsid 5"
+		return
+	fi
+	# every zone in one report call, through the device layer
+	out=$(p2z_vm_dev "$ng" nvme 12288 $cap /dev/null geometry 2>&1)
+	r=$?
+	echo "$out"
+	[ $r = 0 ] && result $cfg report-all PASS ||
+		result $cfg report-all FAIL "$(echo "$out" | grep -m1 '^  FAIL')"
+	# both sides of the pages of one report (8191, 1983 zones) and of the
+	# mount's report batches (1024 zones), and the last zone
+	zones="0 1023 1024 1982 1983 2047 2048 8190 8191 8998 8999"
+	mnt=$W/mnt
+	mkdir -p "$mnt"
+	po2zfs "$ng" "$mnt" -f >"$W/daemon.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 400); do
+		mountpoint -q "$mnt" && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! mountpoint -q "$mnt"; then
+		result $cfg mount FAIL "mount: $(tail -n 1 "$W/daemon.log")"
+		wait $pid
+		return
+	fi
+	[ "$(ls "$mnt/seq" | wc -l)" = 9000 ] || why="$why count($(ls "$mnt/seq" | wc -l))"
+	for z in $zones; do
+		head -c $cap /dev/urandom >"$W/d$z"
+		dd if="$W/d$z" of="$mnt/seq/$z" bs=$cap oflag=append \
+			conv=notrunc status=none || why="$why dd($z)"
+		cmp -s "$mnt/seq/$z" "$W/d$z" || why="$why data($z)"
+		p2z_vm_raw read "$ng" $((z * 3)) $cap >"$W/raw" &&
+			cmp -s "$W/raw" "$W/d$z" || why="$why raw($z)"
+		st=$(zone_state "$ng" 3 "$z")
+		# QEMU reports a full zone's write pointer as all ones
+		[ "${st%% *}" = full ] || why="$why nvme-cli($z:$st)"
+	done
+	st=$(getfattr --absolute-names --only-values -n user.zone.start "$mnt/seq/8999")
+	[ "$st" = $((8999 * 3 * 4096)) ] || why="$why start(8999:$st)"
+	umount "$mnt" || why="$why umount"
+	wait $pid || why="$why daemon-exit"
+	[ -z "$why" ] && result $cfg append-report PASS ||
+		result $cfg append-report FAIL "${why# }"
+
+	# again from the device's reports alone
+	why=
+	po2zfs "$ng" "$mnt" -f >"$W/daemon.log" 2>&1 &
+	pid=$!
+	for _ in $(seq 400); do
+		mountpoint -q "$mnt" && break
+		kill -0 $pid 2>/dev/null || break
+		sleep 0.05
+	done
+	if ! mountpoint -q "$mnt"; then
+		result $cfg remount FAIL "mount: $(tail -n 1 "$W/daemon.log")"
+		wait $pid
+		return
+	fi
+	for z in $zones; do
+		[ "$(stat -c %s "$mnt/seq/$z")" = $cap ] || why="$why size($z)"
+		[ "$(getfattr --absolute-names --only-values -n user.zone.cond "$mnt/seq/$z")" = full ] ||
+			why="$why cond($z)"
+		cmp -s "$mnt/seq/$z" "$W/d$z" || why="$why data($z)"
+	done
+	for z in 1 1022 1025 1981 1984 8192 8997; do
+		[ "$(stat -c %s "$mnt/seq/$z")" = 0 ] || why="$why size($z)"
+		[ "$(getfattr --absolute-names --only-values -n user.zone.cond "$mnt/seq/$z")" = empty ] ||
+			why="$why cond($z)"
+	done
+	umount "$mnt" || why="$why umount"
+	wait $pid || why="$why daemon-exit"
+	[ -z "$why" ] && result $cfg remount PASS ||
+		result $cfg remount FAIL "${why# }"
+	[ -z "$why" ] || tail -n 5 "$W/daemon.log"
+}
+
 exec 3>&1
 rm -f /tmp/p2z-failed
 (
@@ -250,6 +344,7 @@ rm -f /tmp/p2z-failed
 ) &
 (
 	run_config npo2-512 "${NG[2]:-}" auto 2 $((3 * M)) $((3 * M)) quick
+	run_many
 	run_nullblk
 ) &
 (
@@ -260,7 +355,7 @@ rm -f /tmp/p2z-failed
 		$((64 * M)) $((48 * M)) full
 ) &
 wait
-for cfg in npo2-ng npo2-blkname npo2-512 nullblk-zbd po2-ng po2-zbd; do
+for cfg in npo2-ng npo2-blkname npo2-512 npo2-many nullblk-zbd po2-ng po2-zbd; do
 	sed "s/^/$cfg| /" "/tmp/$cfg/log"
 done
 [ ! -e /tmp/p2z-failed ]

@@ -301,15 +301,18 @@ build_modules_cpio() { # kernel root, output
 
 # ---- guest ----
 
-# One controller, four ZNS namespaces (nsid order): npo2 96 MiB zones with
+# One controller, five ZNS namespaces (nsid order): npo2 96 MiB zones with
 # 80 MiB capacity, npo2 3 MiB zones with 512-byte LBAs, twice po2 64 MiB
 # zones with 48 MiB capacity (one for each backend, so that both run at
-# once). Max open 3, max active 4. ZASL 5: appends up to 128 KiB.
+# once), and 9000 npo2 zones of 12 KiB, 8 KiB capacity, more than one Zone
+# Management Receive can report (8191 zones in 512 KiB). Max open 3, max
+# active 4. ZASL 5: appends up to 128 KiB.
 qemu_nvme_args() { # image dir
 	local dir=$1 n=0 spec id zs zc nz lbs
 
 	echo -device nvme,serial=po2zfsvm,id=nvme0,zoned.zasl=5
-	for spec in 96M:80M:8:4096 3M:3M:16:512 64M:48M:8:4096 64M:48M:8:4096; do
+	for spec in 96M:80M:8:4096 3M:3M:16:512 64M:48M:8:4096 64M:48M:8:4096 \
+		12K:8K:9000:4096; do
 		n=$((n + 1))
 		IFS=: read -r zs zc nz lbs <<<"$spec"
 		truncate -s 0 "$dir/ns$n.img"
