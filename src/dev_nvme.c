@@ -258,14 +258,15 @@ out_discard:
 	return ret;
 }
 
-/* Writes of one zone stay in order: one piece at a time. */
+/*
+ * One Write command: p2z_dev_pwrite() hands in pieces of at most
+ * max_xfer_bytes, one at a time, so writes of a zone stay in order.
+ */
 static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 			       uint64_t ofs)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
-	uint32_t max = dev->info.max_xfer_bytes;
 	struct p2z_nvme_cmd c;
-	size_t done = 0;
 	int ret;
 
 	if (dev->flags & P2Z_DEV_RDONLY)
@@ -273,17 +274,11 @@ static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	ret = p2z_nvme_check_range(nv, len, ofs);
 	if (ret)
 		return ret;
-	while (done < len) {
-		uint32_t n = len - done < max ? len - done : max;
-
-		p2z_nvme_rw_cmd(nv, &c, nvme_cmd_write, (char *)buf + done, n,
-				ofs + done);
-		ret = p2z_nvme_exec(nv, &c, NULL);
-		if (ret)
-			return done ? (ssize_t)done : ret;
-		done += n;
-	}
-	return done;
+	if (len > dev->info.max_xfer_bytes)
+		return -EINVAL;
+	p2z_nvme_rw_cmd(nv, &c, nvme_cmd_write, (void *)buf, len, ofs);
+	ret = p2z_nvme_exec(nv, &c, NULL);
+	return ret ? ret : (ssize_t)len;
 }
 
 static ssize_t p2z_nvme_append(struct p2z_dev *dev, uint64_t zidx,

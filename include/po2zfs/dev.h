@@ -115,7 +115,8 @@ struct p2z_dev;
  * @pread: read @len bytes at native byte offset @ofs (LBA aligned; never
  *	   past a zone's write pointer, callers take care); returns bytes read
  * @pwrite: write at native byte offset @ofs, which must be the zone's
- *	    write pointer for sequential zones; returns bytes written
+ *	    write pointer for sequential zones; returns bytes written.
+ *	    @len <= info.max_xfer_bytes
  * @append: zone append to zone @zidx; @lba gets the first LBA written;
  *	    returns bytes written. @len <= info.max_append_bytes
  * @flush: make completed writes durable
