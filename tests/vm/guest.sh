@@ -73,6 +73,30 @@ zone_state() { # ngdev zone_lba zidx
 		done
 }
 
+# xa NAME FILE: the value of extended attribute NAME of FILE
+xa() {
+	getfattr --absolute-names --only-values -n "$1" "$2"
+}
+
+# start_daemon DEV MNT TRIES [OPTION...]: po2zfs DEV MNT -f OPTION... in the
+# background (PID, output in $W/daemon.log); 0 once MNT is mounted, 1 (the
+# daemon reaped) if it exits first or TRIES x 50 ms pass.
+start_daemon() {
+	local dev=$1 mnt=$2 tries=$3
+
+	shift 3
+	po2zfs "$dev" "$mnt" -f "$@" >"$W/daemon.log" 2>&1 &
+	PID=$!
+	for _ in $(seq "$tries"); do
+		mountpoint -q "$mnt" && return 0
+		kill -0 $PID 2>/dev/null || break
+		sleep 0.05
+	done
+	mountpoint -q "$mnt" && return 0
+	wait $PID
+	return 1
+}
+
 # Device layer, raw bytes, nvme-cli zone state. Leaves zone 2 closed with
 # the bytes of $W/expect.
 test_dev() { # config path backend ng zone cap
@@ -118,31 +142,22 @@ test_dev() { # config path backend ng zone cap
 # The same through a mount: what the device layer left, appends with dd,
 # the bytes through the mount and raw, the zone state, then a reset.
 test_mount() { # config path backend ng zone
-	local cfg=$1 path=$2 be=$3 ng=$4 zone=$5 mnt=$W/mnt pid lbs st n
-	local why=
+	local cfg=$1 path=$2 be=$3 ng=$4 zone=$5 mnt=$W/mnt lbs st n
+	local why= opts=()
 
 	mkdir -p "$mnt"
 	if [ "$be" = auto ]; then
-		po2zfs "$path" "$mnt" -f >"$W/daemon.log" 2>&1 &
 		be=nvme
 	else
-		po2zfs "$path" "$mnt" -f -o backend="$be" >"$W/daemon.log" 2>&1 &
+		opts=(-o backend="$be")
 	fi
-	pid=$!
-	for _ in $(seq 200); do
-		mountpoint -q "$mnt" && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.05
-	done
-	if ! mountpoint -q "$mnt"; then
+	if ! start_daemon "$path" "$mnt" 200 "${opts[@]}"; then
 		result "$cfg" mount-bytes FAIL "mount: $(tail -n 1 "$W/daemon.log")"
-		wait $pid
 		return
 	fi
 	lbs=$(p2z_vm_raw lbs "$ng")
-	[ "$(getfattr --absolute-names --only-values -n user.dev.backend "$mnt")" = "$be" ] ||
-		why="user.dev.backend"
-	[ "$(getfattr --absolute-names --only-values -n user.zone.cond "$mnt/seq/2")" = closed ] ||
+	[ "$(xa user.dev.backend "$mnt")" = "$be" ] || why="user.dev.backend"
+	[ "$(xa user.zone.cond "$mnt/seq/2")" = closed ] ||
 		why="$why user.zone.cond"
 	cmp "$mnt/seq/2" "$W/expect" || why="$why data"
 	# 1 MiB + 3 LBAs with plain dd (no O_DIRECT), appended
@@ -161,7 +176,7 @@ test_mount() { # config path backend ng zone
 	st=$(zone_state "$ng" $((zone / lbs)) 2)
 	[ "$st" = "empty 0" ] || why="$why nvme-cli-after-reset($st)"
 	umount "$mnt" || why="$why umount"
-	wait $pid || why="$why daemon-exit"
+	wait $PID || why="$why daemon-exit"
 	if [ -z "$why" ]; then
 		result "$cfg" mount-bytes PASS
 	else
@@ -248,7 +263,7 @@ run_nullblk() {
 # last one are filled with an append each and checked against nvme-cli and
 # a raw read, then again after a remount.
 run_many() {
-	local cfg=npo2-many ng=${NG[5]:-} mnt pid z st why= zones out r
+	local cfg=npo2-many ng=${NG[5]:-} mnt z st why= zones out r
 	local cap=8192
 
 	W=/tmp/$cfg
@@ -271,16 +286,8 @@ run_many() {
 	zones="0 1023 1024 1982 1983 2047 2048 8190 8191 8998 8999"
 	mnt=$W/mnt
 	mkdir -p "$mnt"
-	po2zfs "$ng" "$mnt" -f >"$W/daemon.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 400); do
-		mountpoint -q "$mnt" && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.05
-	done
-	if ! mountpoint -q "$mnt"; then
+	if ! start_daemon "$ng" "$mnt" 400; then
 		result $cfg mount FAIL "mount: $(tail -n 1 "$W/daemon.log")"
-		wait $pid
 		return
 	fi
 	[ "$(ls "$mnt/seq" | wc -l)" = 9000 ] || why="$why count($(ls "$mnt/seq" | wc -l))"
@@ -295,40 +302,32 @@ run_many() {
 		# QEMU reports a full zone's write pointer as all ones
 		[ "${st%% *}" = full ] || why="$why nvme-cli($z:$st)"
 	done
-	st=$(getfattr --absolute-names --only-values -n user.zone.start "$mnt/seq/8999")
+	st=$(xa user.zone.start "$mnt/seq/8999")
 	[ "$st" = $((8999 * 3 * 4096)) ] || why="$why start(8999:$st)"
 	umount "$mnt" || why="$why umount"
-	wait $pid || why="$why daemon-exit"
+	wait $PID || why="$why daemon-exit"
 	[ -z "$why" ] && result $cfg append-report PASS ||
 		result $cfg append-report FAIL "${why# }"
 
 	# again from the device's reports alone
 	why=
-	po2zfs "$ng" "$mnt" -f >"$W/daemon.log" 2>&1 &
-	pid=$!
-	for _ in $(seq 400); do
-		mountpoint -q "$mnt" && break
-		kill -0 $pid 2>/dev/null || break
-		sleep 0.05
-	done
-	if ! mountpoint -q "$mnt"; then
+	if ! start_daemon "$ng" "$mnt" 400; then
 		result $cfg remount FAIL "mount: $(tail -n 1 "$W/daemon.log")"
-		wait $pid
 		return
 	fi
 	for z in $zones; do
 		[ "$(stat -c %s "$mnt/seq/$z")" = $cap ] || why="$why size($z)"
-		[ "$(getfattr --absolute-names --only-values -n user.zone.cond "$mnt/seq/$z")" = full ] ||
+		[ "$(xa user.zone.cond "$mnt/seq/$z")" = full ] ||
 			why="$why cond($z)"
 		cmp -s "$mnt/seq/$z" "$W/d$z" || why="$why data($z)"
 	done
 	for z in 1 1022 1025 1981 1984 8192 8997; do
 		[ "$(stat -c %s "$mnt/seq/$z")" = 0 ] || why="$why size($z)"
-		[ "$(getfattr --absolute-names --only-values -n user.zone.cond "$mnt/seq/$z")" = empty ] ||
+		[ "$(xa user.zone.cond "$mnt/seq/$z")" = empty ] ||
 			why="$why cond($z)"
 	done
 	umount "$mnt" || why="$why umount"
-	wait $pid || why="$why daemon-exit"
+	wait $PID || why="$why daemon-exit"
 	[ -z "$why" ] && result $cfg remount PASS ||
 		result $cfg remount FAIL "${why# }"
 	[ -z "$why" ] || tail -n 5 "$W/daemon.log"
