@@ -157,21 +157,40 @@ void p2z_dev_close(struct p2z_dev *dev)
 	free(path);
 }
 
+/* Count one request of kind @op that started at @t0 and returned @ret. */
+static ssize_t p2z_dev_count(struct p2z_dev *dev, unsigned int op, uint64_t t0,
+			     ssize_t ret)
+{
+	bool sized = op == P2Z_DEV_STAT_READ || op == P2Z_DEV_STAT_WRITE ||
+		     op == P2Z_DEV_STAT_APPEND;
+
+	p2z_stat_add(&dev->stats[op], t0, sized || ret < 0 ? ret : 0, sized);
+	return ret;
+}
+
 int p2z_dev_report_zones(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
 			 struct p2z_zone_info *zi)
 {
+	uint64_t t0;
+
 	if (zidx >= dev->info.nr_zones || !nr)
 		return 0;
 	if (nr > dev->info.nr_zones - zidx)
 		nr = dev->info.nr_zones - zidx;
-	return dev->ops->report_zones(dev, zidx, nr, zi);
+	t0 = p2z_stat_now();
+	return (int)p2z_dev_count(dev, P2Z_DEV_STAT_REPORT, t0,
+				  dev->ops->report_zones(dev, zidx, nr, zi));
 }
 
 int p2z_dev_zone_mgmt(struct p2z_dev *dev, uint64_t zidx, enum p2z_zone_op op)
 {
+	uint64_t t0;
+
 	if (zidx >= dev->info.nr_zones)
 		return -EINVAL;
-	return dev->ops->zone_mgmt(dev, zidx, op);
+	t0 = p2z_stat_now();
+	return (int)p2z_dev_count(dev, P2Z_DEV_STAT_MGMT, t0,
+				  dev->ops->zone_mgmt(dev, zidx, op));
 }
 
 static bool p2z_dev_is_aligned(const struct p2z_dev *dev, size_t len,
@@ -180,7 +199,8 @@ static bool p2z_dev_is_aligned(const struct p2z_dev *dev, size_t len,
 	return !(len % dev->info.lba_bytes) && !(ofs % dev->info.lba_bytes);
 }
 
-ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs)
+static ssize_t p2z_dev_do_pread(struct p2z_dev *dev, void *buf, size_t len,
+				uint64_t ofs)
 {
 	size_t done = 0;
 
@@ -204,8 +224,16 @@ ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs)
 	return (ssize_t)done;
 }
 
-ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
-		       uint64_t ofs)
+ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs)
+{
+	uint64_t t0 = p2z_stat_now();
+
+	return p2z_dev_count(dev, P2Z_DEV_STAT_READ, t0,
+			     p2z_dev_do_pread(dev, buf, len, ofs));
+}
+
+static ssize_t p2z_dev_do_pwrite(struct p2z_dev *dev, const void *buf,
+				 size_t len, uint64_t ofs)
 {
 	size_t done = 0;
 
@@ -229,8 +257,17 @@ ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	return (ssize_t)done;
 }
 
-ssize_t p2z_dev_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
-		       size_t len, uint64_t *lba)
+ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
+		       uint64_t ofs)
+{
+	uint64_t t0 = p2z_stat_now();
+
+	return p2z_dev_count(dev, P2Z_DEV_STAT_WRITE, t0,
+			     p2z_dev_do_pwrite(dev, buf, len, ofs));
+}
+
+static ssize_t p2z_dev_do_append(struct p2z_dev *dev, uint64_t zidx,
+				 const void *buf, size_t len, uint64_t *lba)
 {
 	size_t max = dev->info.max_append_bytes;
 	size_t done = 0;
@@ -262,9 +299,21 @@ ssize_t p2z_dev_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 	return (ssize_t)done;
 }
 
+ssize_t p2z_dev_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
+		       size_t len, uint64_t *lba)
+{
+	uint64_t t0 = p2z_stat_now();
+
+	return p2z_dev_count(dev, P2Z_DEV_STAT_APPEND, t0,
+			     p2z_dev_do_append(dev, zidx, buf, len, lba));
+}
+
 int p2z_dev_flush(struct p2z_dev *dev)
 {
-	return dev->ops->flush(dev);
+	uint64_t t0 = p2z_stat_now();
+
+	return (int)p2z_dev_count(dev, P2Z_DEV_STAT_FLUSH, t0,
+				  dev->ops->flush(dev));
 }
 
 /*

@@ -21,14 +21,24 @@
  * pointer is simply EINVAL, as in zonefs. Each zone's wr_lock serialises
  * what remains (two files on one zone: its seq file and po2).
  *
- * Page cache. Sequential zone files opened for writing (and O_DIRECT opens)
- * are direct-io, and so is po2 (see p2z_fs_node_may_cache()); other opens
- * of zone files use the page cache without FOPEN_KEEP_CACHE, so every open
- * drops stale pages. The writeback cache stays off: writes through the page
- * cache reach the daemon before write(2) returns. Zone file attributes have
- * a timeout of 0 and the kernel's auto_inval_data refreshes the size before
- * reads past it; the mtime changes with every write, reset and finish, so
- * cached pages of a rewritten zone are dropped too.
+ * Page cache and attributes. Sequential zone files opened for writing (and
+ * O_DIRECT opens) are direct-io, and so is po2 (see p2z_fs_node_may_cache());
+ * other opens of zone files use the page cache, kept across opens
+ * (FOPEN_KEEP_CACHE). The writeback cache stays off: writes through the
+ * page cache reach the daemon before write(2) returns. The daemon owns the
+ * device, so nothing changes a zone behind its back, and the kernel may
+ * keep attributes and pages for as long as it likes, provided the daemon
+ * tells it about every change the kernel cannot see by itself:
+ * - writes, truncates and O_TRUNC opens of a zone file: the kernel sees
+ *   them (it updates i_size, drops the truncated pages and invalidates the
+ *   attributes after a write), except for one thing: a reader may have
+ *   cached the page holding the old end of file, zero-filled past it, while
+ *   the append was under way. So an append that starts inside a page drops
+ *   that page (the invalidation waits for a read of it still in flight);
+ * - writes through po2 change a zone file the kernel did not write to;
+ * - the errors= policy changes sizes and modes after a device error.
+ * Each of these calls p2z_fs_inval() before the request is answered. Without
+ * a session to notify (unit tests), attributes are not cached at all.
  *
  * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
  */
@@ -50,6 +60,7 @@
 
 #include "po2zfs/fs.h"
 #include "po2zfs/log.h"
+#include "po2zfs/stats.h"
 
 /* Names never change: let the kernel keep them. */
 #define P2Z_FS_ENTRY_TIMEOUT 86400.0
@@ -92,6 +103,40 @@ struct p2z_fs_file {
 	bool closing; /* flushed, not released; guarded by closing_lock */
 };
 
+/* Requests counted for user.dev.stats. */
+enum p2z_fs_stat_op {
+	P2Z_FS_STAT_LOOKUP,
+	P2Z_FS_STAT_GETATTR,
+	P2Z_FS_STAT_SETATTR,
+	P2Z_FS_STAT_READDIR,
+	P2Z_FS_STAT_OPEN,
+	P2Z_FS_STAT_RELEASE,
+	P2Z_FS_STAT_READ,
+	P2Z_FS_STAT_WRITE,
+	P2Z_FS_STAT_FLUSH,
+	P2Z_FS_STAT_FSYNC,
+	P2Z_FS_STAT_STATFS,
+	P2Z_FS_STAT_XATTR,
+	P2Z_FS_STAT_INVAL,
+	P2Z_FS_STAT_NR,
+};
+
+static const char *const p2z_fs_stat_names[P2Z_FS_STAT_NR] = {
+	[P2Z_FS_STAT_LOOKUP] = "fs.lookup",
+	[P2Z_FS_STAT_GETATTR] = "fs.getattr",
+	[P2Z_FS_STAT_SETATTR] = "fs.setattr",
+	[P2Z_FS_STAT_READDIR] = "fs.readdir",
+	[P2Z_FS_STAT_OPEN] = "fs.open",
+	[P2Z_FS_STAT_RELEASE] = "fs.release",
+	[P2Z_FS_STAT_READ] = "fs.read",
+	[P2Z_FS_STAT_WRITE] = "fs.write",
+	[P2Z_FS_STAT_FLUSH] = "fs.flush",
+	[P2Z_FS_STAT_FSYNC] = "fs.fsync",
+	[P2Z_FS_STAT_STATFS] = "fs.statfs",
+	[P2Z_FS_STAT_XATTR] = "fs.xattr",
+	[P2Z_FS_STAT_INVAL] = "fs.inval",
+};
+
 struct p2z_fs {
 	struct p2z_zone_table *zt;
 	const struct p2z_geom *geom;
@@ -105,6 +150,9 @@ struct p2z_fs {
 	pthread_mutex_t closing_lock;
 	pthread_cond_t closing_cond; /* signalled when nr_closing drops */
 	uint64_t nr_closing; /* guarded by closing_lock */
+	struct fuse_session *se; /* for invalidations; NULL: cache nothing */
+	uint64_t page_bytes;
+	struct p2z_stat stats[P2Z_FS_STAT_NR];
 };
 
 /* ---- replies: the only place that calls fuse_reply_*() ---- */
@@ -186,6 +234,37 @@ static void p2z_fs_reply_xattr(fuse_req_t req, ssize_t len, const char *val,
 static struct p2z_fs *p2z_fs_of(fuse_req_t req)
 {
 	return fuse_req_userdata(req);
+}
+
+/* Count a request of kind @op that started at @t0 and returned @ret. */
+static void p2z_fs_count(struct p2z_fs *fs, enum p2z_fs_stat_op op, uint64_t t0,
+			 ssize_t ret)
+{
+	bool sized = op == P2Z_FS_STAT_READ || op == P2Z_FS_STAT_WRITE;
+
+	p2z_stat_add(&fs->stats[op], t0, sized || ret < 0 ? ret : 0, sized);
+}
+
+/*
+ * Drop what the kernel caches of inode @ino: its attributes, and its pages
+ * from byte @off on (none if @off is negative). Waits for reads of those
+ * pages still in flight, so it must not be called with a zone lock held.
+ * An inode the kernel does not know (-ENOENT) has nothing cached.
+ */
+static void p2z_fs_inval(struct p2z_fs *fs, fuse_ino_t ino, off_t off)
+{
+	uint64_t t0 = p2z_stat_now();
+	int ret;
+
+	if (!fs->se)
+		return;
+	if (off > 0)
+		off -= off % (off_t)fs->page_bytes;
+	ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, off, 0);
+	if (ret && ret != -ENOENT)
+		p2z_log(LOG_WARNING, "cannot invalidate inode %llu: %s",
+			(unsigned long long)ino, strerror(-ret));
+	p2z_fs_count(fs, P2Z_FS_STAT_INVAL, t0, ret == -ENOENT ? 0 : ret);
 }
 
 static int p2z_fs_node_of(const struct p2z_fs *fs, fuse_ino_t ino,
@@ -300,9 +379,24 @@ static int p2z_fs_stat(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	return 0;
 }
 
-static double p2z_fs_attr_timeout(const struct p2z_fs_node *n)
+/* Zone files change, but the daemon tells the kernel when (p2z_fs_inval). */
+static double p2z_fs_attr_timeout(const struct p2z_fs *fs,
+				  const struct p2z_fs_node *n)
 {
-	return n->kind == P2Z_FS_ZONE ? 0.0 : P2Z_FS_STATIC_ATTR_TIMEOUT;
+	return n->kind == P2Z_FS_ZONE && !fs->se ? 0.0 :
+						   P2Z_FS_STATIC_ATTR_TIMEOUT;
+}
+
+/*
+ * After a device error the errors= policy may have changed the zone's size
+ * or mode: drop what the kernel caches of it. Called after the reply, so
+ * that a read request never waits for the invalidation of its own page.
+ */
+static void p2z_fs_after_error(struct p2z_fs *fs, const struct p2z_fs_node *n,
+			       ssize_t ret)
+{
+	if (ret == -EIO && n->kind == P2Z_FS_ZONE)
+		p2z_fs_inval(fs, n->ino, 0);
 }
 
 /* ---- names ---- */
@@ -312,6 +406,7 @@ static void p2z_fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct fuse_entry_param e;
 	struct p2z_fs_node pn = { 0 }, n = { 0 };
+	uint64_t t0 = p2z_stat_now();
 	uint64_t ino = 0;
 	int ret;
 
@@ -325,9 +420,10 @@ static void p2z_fs_lookup(fuse_req_t req, fuse_ino_t parent, const char *name)
 		ret = p2z_fs_stat(fs, &n, &e.attr);
 	if (!ret) {
 		e.ino = ino;
-		e.attr_timeout = p2z_fs_attr_timeout(&n);
+		e.attr_timeout = p2z_fs_attr_timeout(fs, &n);
 		e.entry_timeout = P2Z_FS_ENTRY_TIMEOUT;
 	}
+	p2z_fs_count(fs, P2Z_FS_STAT_LOOKUP, t0, ret);
 	p2z_fs_reply_entry(req, ret, &e);
 }
 
@@ -337,13 +433,15 @@ static void p2z_fs_getattr(fuse_req_t req, fuse_ino_t ino,
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_node n = { 0 };
 	struct stat st = { 0 };
+	uint64_t t0 = p2z_stat_now();
 	int ret;
 
 	(void)fi;
 	ret = p2z_fs_node_of(fs, ino, &n);
 	if (!ret)
 		ret = p2z_fs_stat(fs, &n, &st);
-	p2z_fs_reply_attr(req, ret, &st, p2z_fs_attr_timeout(&n));
+	p2z_fs_count(fs, P2Z_FS_STAT_GETATTR, t0, ret);
+	p2z_fs_reply_attr(req, ret, &st, p2z_fs_attr_timeout(fs, &n));
 }
 
 /* ---- setattr ---- */
@@ -432,6 +530,7 @@ static void p2z_fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_node n = { 0 };
 	struct stat st = { 0 };
+	uint64_t t0 = p2z_stat_now();
 	int ret;
 
 	(void)fi;
@@ -440,58 +539,123 @@ static void p2z_fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		ret = p2z_fs_setattr_node(fs, &n, attr, to_set);
 	if (!ret)
 		ret = p2z_fs_stat(fs, &n, &st);
-	p2z_fs_reply_attr(req, ret, &st, p2z_fs_attr_timeout(&n));
+	p2z_fs_count(fs, P2Z_FS_STAT_SETATTR, t0, ret);
+	p2z_fs_reply_attr(req, ret, &st, p2z_fs_attr_timeout(fs, &n));
+	p2z_fs_after_error(fs, &n, ret);
 }
 
 /* ---- directories ---- */
 
+/*
+ * Add one entry; with @plus, with its attributes (readdirplus, so that
+ * `ls -l` needs no lookup and no getattr per file). Return: its length,
+ * larger than @size if it did not fit, or -errno.
+ */
+static ssize_t p2z_fs_add_entry(fuse_req_t req, struct p2z_fs *fs, char *buf,
+				size_t size, const char *name, uint64_t ino,
+				bool dir, off_t next, bool plus)
+{
+	struct fuse_entry_param e;
+	struct p2z_fs_node n = { 0 };
+	int ret;
+
+	memset(&e, 0, sizeof(e));
+	e.attr.st_ino = ino;
+	e.attr.st_mode = dir ? S_IFDIR : S_IFREG;
+	if (!plus)
+		return (ssize_t)fuse_add_direntry(req, buf, size, name, &e.attr,
+						  next);
+	/* "." and "..": the kernel looks nothing up for these. */
+	if (strcmp(name, ".") && strcmp(name, "..")) {
+		ret = p2z_fs_node_of(fs, ino, &n);
+		if (!ret)
+			ret = p2z_fs_stat(fs, &n, &e.attr);
+		if (ret)
+			return ret;
+		e.ino = ino;
+		e.attr_timeout = p2z_fs_attr_timeout(fs, &n);
+		e.entry_timeout = P2Z_FS_ENTRY_TIMEOUT;
+	}
+	return (ssize_t)fuse_add_direntry_plus(req, buf, size, name, &e, next);
+}
+
 static ssize_t p2z_fs_fill_dir(fuse_req_t req, struct p2z_fs *fs,
 			       const struct p2z_fs_node *n, char *buf,
-			       size_t size, off_t off)
+			       size_t size, off_t off, bool plus)
 {
 	char name[32];
-	struct stat st;
 	size_t pos = 0;
 	uint64_t i;
 
 	if (!p2z_fs_node_is_dir(n))
 		return -ENOTDIR;
 	for (i = off < 0 ? 0 : (uint64_t)off;; i++) {
-		size_t len;
-
+		ssize_t len;
 		uint64_t ino;
 		bool dir;
 
 		if (p2z_dir_entry(fs->zt, n->ino, i, name, sizeof(name), &ino,
 				  &dir))
 			break;
-		memset(&st, 0, sizeof(st));
-		st.st_ino = ino;
-		st.st_mode = dir ? S_IFDIR : S_IFREG;
-		len = fuse_add_direntry(req, buf + pos, size - pos, name, &st,
-					(off_t)(i + 1));
-		if (len > size - pos)
+		len = p2z_fs_add_entry(req, fs, buf + pos, size - pos, name,
+				       ino, dir, (off_t)(i + 1), plus);
+		if (len < 0)
+			return pos ? (ssize_t)pos : len;
+		if ((size_t)len > size - pos)
 			break;
-		pos += len;
+		pos += (size_t)len;
 	}
 	return (ssize_t)pos;
+}
+
+static void p2z_fs_readdir_common(fuse_req_t req, fuse_ino_t ino, size_t size,
+				  off_t off, bool plus)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
+	ssize_t ret;
+	char *buf;
+
+	buf = malloc(size ? size : 1);
+	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!ret)
+		ret = p2z_fs_fill_dir(req, fs, &n, buf, size, off, plus);
+	p2z_fs_count(fs, P2Z_FS_STAT_READDIR, t0, ret < 0 ? ret : 0);
+	p2z_fs_reply_data(req, ret, buf);
+	free(buf);
+}
+
+/* Names never change: the kernel may keep a directory's entries for good. */
+static void p2z_fs_opendir(fuse_req_t req, fuse_ino_t ino,
+			   struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	int ret;
+
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret && !p2z_fs_node_is_dir(&n))
+		ret = -ENOTDIR;
+	if (!ret) {
+		fi->cache_readdir = 1;
+		fi->keep_cache = 1;
+	}
+	p2z_fs_reply_open(req, ret, fi);
 }
 
 static void p2z_fs_readdir(fuse_req_t req, fuse_ino_t ino, size_t size,
 			   off_t off, struct fuse_file_info *fi)
 {
-	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_node n = { 0 };
-	ssize_t ret;
-	char *buf;
-
 	(void)fi;
-	buf = malloc(size ? size : 1);
-	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
-	if (!ret)
-		ret = p2z_fs_fill_dir(req, fs, &n, buf, size, off);
-	p2z_fs_reply_data(req, ret, buf);
-	free(buf);
+	p2z_fs_readdir_common(req, ino, size, off, false);
+}
+
+static void p2z_fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
+			       off_t off, struct fuse_file_info *fi)
+{
+	(void)fi;
+	p2z_fs_readdir_common(req, ino, size, off, true);
 }
 
 /* ---- buffers ---- */
@@ -628,7 +792,8 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 		p2z_zone_put_write(fs->zt, n->zidx);
 	fi->direct_io = (fi->flags & O_DIRECT) ||
 			!p2z_fs_node_may_cache(fs, n, f->writer);
-	fi->keep_cache = 0;
+	/* The daemon drops what changes behind the kernel (p2z_fs_inval). */
+	fi->keep_cache = !fi->direct_io && fs->se;
 	return ret;
 }
 
@@ -647,15 +812,18 @@ static void p2z_fs_open(fuse_req_t req, fuse_ino_t ino,
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_file *f;
 	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
 	int ret;
 
 	f = calloc(1, sizeof(*f));
 	ret = f ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
 	if (!ret)
 		ret = p2z_fs_open_node(fs, &n, fi, f);
+	p2z_fs_count(fs, P2Z_FS_STAT_OPEN, t0, ret);
 	if (ret) {
 		free(f);
 		p2z_fs_reply_open(req, ret, fi);
+		p2z_fs_after_error(fs, &n, ret);
 		return;
 	}
 	fi->fh = (uintptr_t)f;
@@ -670,9 +838,11 @@ static void p2z_fs_release(fuse_req_t req, fuse_ino_t ino,
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
 	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
 
 	if (f && !p2z_fs_node_of(fs, ino, &n))
 		p2z_fs_release_file(fs, &n, f);
+	p2z_fs_count(fs, P2Z_FS_STAT_RELEASE, t0, 0);
 	p2z_fs_reply_err(req, 0);
 }
 
@@ -683,7 +853,8 @@ static void p2z_fs_release(fuse_req_t req, fuse_ino_t ino,
  * gets the offset of the requested data in buf.
  */
 static ssize_t p2z_fs_read_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
-				char *buf, size_t size, off_t off, size_t *skip)
+				char *buf, size_t size, off_t off, size_t *skip,
+				uint64_t *err_zidx)
 {
 	uint64_t lba = fs->geom->lba_bytes;
 	uint64_t a, e;
@@ -701,7 +872,7 @@ static ssize_t p2z_fs_read_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	e = ((uint64_t)off + size + lba - 1) / lba * lba;
 	*skip = (uint64_t)off - a;
 	if (n->kind == P2Z_FS_PO2)
-		ret = p2z_po2_read(fs->zt, buf, e - a, a);
+		ret = p2z_po2_read(fs->zt, buf, e - a, a, err_zidx);
 	else if (n->kind == P2Z_FS_ZONE)
 		ret = p2z_zone_read(fs->zt, n->zidx, buf, e - a, a);
 	else
@@ -718,7 +889,9 @@ static void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 			struct fuse_file_info *fi)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_node n = { 0 };
+	struct p2z_fs_node n = { 0 }, en;
+	uint64_t t0 = p2z_stat_now();
+	uint64_t err_zidx = UINT64_MAX;
 	size_t skip = 0;
 	ssize_t ret;
 	char *buf;
@@ -727,9 +900,17 @@ static void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	buf = p2z_fs_buf_get(fs);
 	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
 	if (!ret)
-		ret = p2z_fs_read_node(fs, &n, buf, size, off, &skip);
+		ret = p2z_fs_read_node(fs, &n, buf, size, off, &skip,
+				       &err_zidx);
+	p2z_fs_count(fs, P2Z_FS_STAT_READ, t0, ret);
 	p2z_fs_reply_data(req, ret, buf ? buf + skip : NULL);
 	p2z_fs_buf_put(fs, buf);
+	/* A po2 read failed in the zone err_zidx: its own file changed. */
+	if (n.kind == P2Z_FS_PO2 && err_zidx != UINT64_MAX &&
+	    !p2z_fs_node_of(fs, P2Z_FS_INO_ZONE0 + err_zidx, &en))
+		p2z_fs_after_error(fs, &en, ret);
+	else
+		p2z_fs_after_error(fs, &n, ret);
 }
 
 /* ---- write ---- */
@@ -738,6 +919,7 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 				 const char *buf, size_t len, off_t off,
 				 bool append)
 {
+	struct p2z_zone_state zs = { 0 };
 	uint64_t zidx = 0;
 	ssize_t ret;
 
@@ -745,13 +927,29 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 		return -EINVAL;
 	switch (n->kind) {
 	case P2Z_FS_ZONE:
-		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
-				      append);
+		/* The old end of file, where LBAs are smaller than pages. */
+		if (fs->geom->lba_bytes % fs->page_bytes) {
+			ret = p2z_zone_get_state(fs->zt, n->zidx, false, &zs);
+			if (ret)
+				return ret;
+		}
+		ret = p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
+				     append);
+		/*
+		 * A reader may hold the page of the old end of file, zeros
+		 * past it: drop it before the writer learns of its success.
+		 */
+		if (ret > 0 && zs.type == P2Z_ZONE_TYPE_SEQ &&
+		    zs.size_bytes % fs->page_bytes)
+			p2z_fs_inval(fs, n->ino, (off_t)zs.size_bytes);
+		return ret;
 	case P2Z_FS_PO2:
 		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, &zidx);
-		/* The zone's own file changed too: its cached pages must go. */
-		if (ret > 0)
+		/* The zone's own file changed, behind the kernel's back. */
+		if (ret > 0) {
 			p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + zidx);
+			p2z_fs_inval(fs, P2Z_FS_INO_ZONE0 + zidx, 0);
+		}
 		return ret;
 	default:
 		return -EISDIR;
@@ -781,6 +979,7 @@ static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
 	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
 	bool append;
 	ssize_t ret;
 	void *buf;
@@ -801,8 +1000,10 @@ static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	}
 	if (ret > 0)
 		p2z_fs_touch(fs, ino);
+	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
 	p2z_fs_reply_write(req, ret);
 	p2z_fs_buf_put(fs, buf);
+	p2z_fs_after_error(fs, &n, ret);
 }
 
 /* ---- flush, fsync ---- */
@@ -813,10 +1014,12 @@ static void p2z_fs_flush(fuse_req_t req, fuse_ino_t ino,
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+	uint64_t t0 = p2z_stat_now();
 
 	(void)ino;
 	if (f && f->writer && fs->zt->opts.explicit_open)
 		p2z_fs_file_set_closing(fs, f, true);
+	p2z_fs_count(fs, P2Z_FS_STAT_FLUSH, t0, 0);
 	p2z_fs_reply_err(req, 0);
 }
 
@@ -825,6 +1028,7 @@ static void p2z_fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
 	int ret;
 
 	(void)datasync;
@@ -834,7 +1038,9 @@ static void p2z_fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		ret = p2z_zone_flush(fs->zt, n.zidx);
 	else if (!ret && n.kind == P2Z_FS_PO2)
 		ret = p2z_zone_table_flush(fs->zt);
+	p2z_fs_count(fs, P2Z_FS_STAT_FSYNC, t0, ret);
 	p2z_fs_reply_err(req, ret);
+	p2z_fs_after_error(fs, &n, ret);
 }
 
 /* ---- statfs ---- */
@@ -844,6 +1050,7 @@ static void p2z_fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	struct p2z_fs *fs = p2z_fs_of(req);
 	uint64_t lba = fs->geom->lba_bytes;
 	struct p2z_zone_usage u;
+	uint64_t t0 = p2z_stat_now();
 	struct statvfs sv;
 
 	(void)ino;
@@ -860,6 +1067,7 @@ static void p2z_fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_namemax = P2Z_FS_NAME_MAX;
 	if (p2z_zone_table_is_rdonly(fs->zt))
 		sv.f_flag |= ST_RDONLY;
+	p2z_fs_count(fs, P2Z_FS_STAT_STATFS, t0, 0);
 	p2z_fs_reply_statfs(req, &sv);
 }
 
@@ -873,22 +1081,53 @@ static enum p2z_xattr_owner p2z_fs_xattr_owner(const struct p2z_fs_node *n)
 	return n->kind == P2Z_FS_ROOT ? P2Z_XATTR_DEV : P2Z_XATTR_NONE;
 }
 
+/* user.dev.stats: this layer's requests, then the device's. */
+static ssize_t p2z_fs_stats_get(struct p2z_fs *fs, char *val, size_t size)
+{
+	const struct p2z_stat *ds = p2z_zone_table_dev_stats(fs->zt);
+	char name[32];
+	size_t pos = 0;
+	unsigned int i;
+
+	for (i = 0; i < P2Z_FS_STAT_NR && pos < size; i++)
+		pos += p2z_stat_format(val + pos, size - pos,
+				       p2z_fs_stat_names[i], &fs->stats[i]);
+	for (i = 0; i < P2Z_DEV_STAT_NR && pos < size; i++) {
+		snprintf(name, sizeof(name), "dev.%s", p2z_dev_stat_name(i));
+		pos += p2z_stat_format(val + pos, size - pos, name, &ds[i]);
+	}
+	return pos < size ? (ssize_t)pos : -ERANGE;
+}
+
 static void p2z_fs_getxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			    size_t size)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
 	char val[P2Z_XATTR_VALUE_MAX];
 	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
 	enum p2z_xattr_owner owner;
 	ssize_t ret;
 
 	ret = p2z_fs_node_of(fs, ino, &n);
-	if (!ret) {
+	/*
+	 * Only the user namespace exists, as in a filesystem with no
+	 * handler for the others (zonefs has none at all). EOPNOTSUPP, not
+	 * ENODATA, tells ls(1) and friends to stop asking for
+	 * security.selinux and ACLs file after file on this filesystem.
+	 */
+	if (!ret && strncmp(name, "user.", 5))
+		ret = -EOPNOTSUPP;
+	else if (!ret) {
 		owner = p2z_fs_xattr_owner(&n);
 		if (p2z_xattr_is_live(owner, name))
 			p2z_fs_wait_releases(fs);
-		ret = p2z_xattr_get(fs->zt, owner, n.zidx, name, val);
+		if (owner == P2Z_XATTR_DEV && !strcmp(name, P2Z_XATTR_STATS))
+			ret = p2z_fs_stats_get(fs, val, sizeof(val));
+		else
+			ret = p2z_xattr_get(fs->zt, owner, n.zidx, name, val);
 	}
+	p2z_fs_count(fs, P2Z_FS_STAT_XATTR, t0, ret < 0 ? ret : 0);
 	p2z_fs_reply_xattr(req, ret, val, size);
 }
 
@@ -905,15 +1144,24 @@ static void p2z_fs_listxattr(fuse_req_t req, fuse_ino_t ino, size_t size)
 	p2z_fs_reply_xattr(req, ret, list, size);
 }
 
+/* Only writable attribute: user.dev.stats, set to "0" to zero the counters. */
 static void p2z_fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 			    const char *value, size_t size, int flags)
 {
-	(void)ino;
-	(void)name;
-	(void)value;
-	(void)size;
+	struct p2z_fs *fs = p2z_fs_of(req);
+	int ret = -EPERM;
+
 	(void)flags;
-	p2z_fs_reply_err(req, -EPERM);
+	if (ino == P2Z_FS_INO_ROOT && !strcmp(name, P2Z_XATTR_STATS)) {
+		ret = -EINVAL;
+		if (size == 1 && value[0] == '0') {
+			p2z_stat_reset(fs->stats, P2Z_FS_STAT_NR);
+			p2z_stat_reset(p2z_zone_table_dev_stats(fs->zt),
+				       P2Z_DEV_STAT_NR);
+			ret = 0;
+		}
+	}
+	p2z_fs_reply_err(req, ret);
 }
 
 static void p2z_fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
@@ -1025,7 +1273,9 @@ const struct fuse_lowlevel_ops p2z_fs_ops = {
 	.flush = p2z_fs_flush,
 	.release = p2z_fs_release,
 	.fsync = p2z_fs_fsync,
+	.opendir = p2z_fs_opendir,
 	.readdir = p2z_fs_readdir,
+	.readdirplus = p2z_fs_readdirplus,
 	.statfs = p2z_fs_statfs,
 	.setxattr = p2z_fs_setxattr,
 	.getxattr = p2z_fs_getxattr,
@@ -1050,6 +1300,7 @@ int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 	fs->geom = &zt->geom;
 	fs->opts = *opts;
 	fs->nr_inodes = P2Z_FS_INO_ZONE0 + zt->geom.nr_zones;
+	fs->page_bytes = (uint64_t)sysconf(_SC_PAGESIZE);
 	fs->attrs = calloc(fs->nr_inodes, sizeof(*fs->attrs));
 	if (!fs->attrs) {
 		free(fs);
@@ -1076,6 +1327,11 @@ int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 	}
 	*fsp = fs;
 	return 0;
+}
+
+void p2z_fs_set_session(struct p2z_fs *fs, struct fuse_session *se)
+{
+	fs->se = se;
 }
 
 void p2z_fs_free(struct p2z_fs *fs)

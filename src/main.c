@@ -616,6 +616,7 @@ static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
 		ret = -EINVAL;
 		goto out_free_args;
 	}
+	p2z_fs_set_session(fs, se);
 	ret = -EIO;
 	if (fuse_set_signal_handlers(se))
 		goto out_destroy;

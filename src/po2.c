@@ -29,7 +29,7 @@ static int p2z_po2_piece(struct p2z_zone_table *zt, uint64_t ofs, size_t len,
 }
 
 ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
-		     uint64_t ofs)
+		     uint64_t ofs, uint64_t *err_zidx)
 {
 	uint64_t end = p2z_geom_po2_bytes(&zt->geom);
 	char *p = buf;
@@ -50,8 +50,10 @@ ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
 			n = p2z_zone_read(zt, zidx, p + done, pc.len,
 					  pc.zone_ofs);
 			/* An offline zone cannot be read, in any view. */
-			if (n < 0)
+			if (n < 0) {
+				*err_zidx = zidx;
 				return n == -EPERM ? -EIO : n;
+			}
 		}
 		memset(p + done + n, 0, pc.len - (uint64_t)n);
 		done += pc.len;

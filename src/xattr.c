@@ -29,6 +29,7 @@ enum p2z_xattr_id {
 	P2Z_XA_DEV_MAX_OPEN,
 	P2Z_XA_DEV_MAX_ACTIVE,
 	P2Z_XA_DEV_MAX_APPEND,
+	P2Z_XA_DEV_STATS, /* value made by fs.c */
 	P2Z_XA_NR,
 };
 
@@ -50,6 +51,7 @@ static const char *const p2z_xattr_names[P2Z_XA_NR] = {
 	[P2Z_XA_DEV_MAX_OPEN] = "user.dev.max_open",
 	[P2Z_XA_DEV_MAX_ACTIVE] = "user.dev.max_active",
 	[P2Z_XA_DEV_MAX_APPEND] = "user.dev.max_append",
+	[P2Z_XA_DEV_STATS] = P2Z_XATTR_STATS,
 };
 
 /* The xattrs of an owner: [*first, *last). */
@@ -148,7 +150,7 @@ ssize_t p2z_xattr_get(struct p2z_zone_table *zt, enum p2z_xattr_owner owner,
 	for (id = first; id < last; id++)
 		if (!strcmp(name, p2z_xattr_names[id]))
 			break;
-	if (id == last)
+	if (id == last || id == P2Z_XA_DEV_STATS)
 		return -ENODATA;
 	if (owner == P2Z_XATTR_ZONE)
 		len = p2z_xattr_zone(zt, zidx, id, val);

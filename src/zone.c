@@ -535,6 +535,11 @@ int p2z_zone_table_flush(struct p2z_zone_table *zt)
 	return 0;
 }
 
+struct p2z_stat *p2z_zone_table_dev_stats(struct p2z_zone_table *zt)
+{
+	return zt->dev->stats;
+}
+
 int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
 		       struct p2z_zone_state *st)
 {

@@ -25,6 +25,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "po2zfs/stats.h"
+
 #ifndef container_of
 #define container_of(ptr, type, member) \
 	((type *)((char *)(ptr)-offsetof(type, member)))
@@ -147,12 +149,15 @@ struct p2z_dev_ops {
  * @info: geometry and limits
  * @path: the path the user gave (owned, freed by p2z_dev_close())
  * @flags: P2Z_DEV_* flags given to p2z_dev_open()
+ * @stats: requests counted by the dispatcher, per enum p2z_dev_stat_op:
+ *	   the time spent in the backend (the device, seen from the daemon)
  */
 struct p2z_dev {
 	const struct p2z_dev_ops *ops;
 	struct p2z_dev_info info;
 	char *path;
 	unsigned int flags;
+	struct p2z_stat stats[P2Z_DEV_STAT_NR];
 };
 
 /* Backends, one const ops table each (dev_emu.c, dev_nvme.c, dev_zbd.c). */

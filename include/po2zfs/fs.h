@@ -66,6 +66,19 @@ int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 		 struct p2z_fs **fsp);
 
 /**
+ * p2z_fs_set_session() - the session the filesystem serves
+ * @fs: filesystem
+ * @se: its FUSE session, or NULL
+ *
+ * With a session the daemon notifies the kernel of every change it cannot
+ * see (po2 writes, errors= policy), so the kernel may cache zone file
+ * attributes and pages; without one, zone file attributes are not cached.
+ * Set it before the session serves requests.
+ */
+struct fuse_session;
+void p2z_fs_set_session(struct p2z_fs *fs, struct fuse_session *se);
+
+/**
  * p2z_fs_free() - free a filesystem set up by p2z_fs_alloc()
  * @fs: filesystem, may be NULL
  */
@@ -120,6 +133,8 @@ int p2z_dir_entry(const struct p2z_zone_table *zt, uint64_t dir_ino, uint64_t i,
  * @buf: destination, aligned to P2Z_ZONE_BUF_ALIGN
  * @len: bytes, a multiple of the LBA size
  * @ofs: byte offset in the view, a multiple of the LBA size
+ * @err_zidx: result on failure: the zone that could not be read (left
+ *	      alone when no zone was at fault)
  *
  * Each zone's data up to its file size, then zeros up to the next po2
  * boundary, supplied here and never read from the device. The range is cut
@@ -129,7 +144,7 @@ int p2z_dir_entry(const struct p2z_zone_table *zt, uint64_t dir_ino, uint64_t i,
  * could not be read, offline zones included).
  */
 ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
-		     uint64_t ofs);
+		     uint64_t ofs, uint64_t *err_zidx);
 
 /**
  * p2z_po2_write() - write to the po2 view
@@ -161,6 +176,13 @@ enum p2z_xattr_owner {
 
 /* Room for any value (user.dev.path is the longest). */
 #define P2Z_XATTR_VALUE_MAX (PATH_MAX + 32)
+/*
+ * The root's request statistics (see stats.h): read for the counters,
+ * set to "0" to zero them. Made by fs.c, which owns the filesystem's
+ * counters, and listed with the device's other attributes.
+ */
+#define P2Z_XATTR_STATS "user.dev.stats"
+
 /* Room for the list of names of any owner. */
 #define P2Z_XATTR_LIST_MAX 512
 

@@ -196,6 +196,14 @@ void p2z_zone_table_usage(struct p2z_zone_table *zt, struct p2z_zone_usage *u);
  */
 int p2z_zone_table_flush(struct p2z_zone_table *zt);
 
+/**
+ * p2z_zone_table_dev_stats() - the device's request counters
+ * @zt: table
+ *
+ * Return: P2Z_DEV_STAT_NR counters (see stats.h), to read or reset.
+ */
+struct p2z_stat *p2z_zone_table_dev_stats(struct p2z_zone_table *zt);
+
 /* zone.c: one zone */
 
 /**

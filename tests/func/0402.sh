@@ -9,7 +9,7 @@ p2z_device
 p2z_mount
 p2z_reset_seq 0
 zone_names="user.zone.capacity user.zone.cond user.zone.index user.zone.po2_start user.zone.size user.zone.start user.zone.type user.zone.wp"
-dev_names="user.dev.backend user.dev.lba_size user.dev.max_active user.dev.max_append user.dev.max_open user.dev.nr_zones user.dev.path user.dev.po2_zone_size user.dev.zone_size"
+dev_names="user.dev.backend user.dev.lba_size user.dev.max_active user.dev.max_append user.dev.max_open user.dev.nr_zones user.dev.path user.dev.po2_zone_size user.dev.stats user.dev.zone_size"
 
 run_tio listxattr "$MNT/seq/0"
 assert_eq "$(echo "$zone_names" | tr ' ' '\n')" "$(echo "$TIO_OUT" | sort)" "xattr names of seq/0"
@@ -19,7 +19,7 @@ if command -v getfattr >/dev/null; then
 	n=$(getfattr -d --absolute-names "$MNT/seq/0" | grep -c '^user\.zone\.')
 	assert_eq 8 "$n" "getfattr -d seq/0 entries"
 	n=$(getfattr -d --absolute-names "$MNT" | grep -c '^user\.dev\.')
-	assert_eq 9 "$n" "getfattr -d root entries"
+	assert_eq 10 "$n" "getfattr -d root entries"
 fi
 expect ENODATA "getxattr of an unknown name" getxattr "$MNT/seq/0" user.zone.bogus
 expect ENODATA "getxattr of a dev name on a file" getxattr "$MNT/seq/0" user.dev.zone_size
