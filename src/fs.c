@@ -956,7 +956,7 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	}
 }
 
-/* Copy the request's data into an aligned buffer for the device. */
+/* Copy the request's data into a pool buffer. */
 static ssize_t p2z_fs_copy_in(void *buf, struct fuse_bufvec *in)
 {
 	size_t len = fuse_buf_size(in);
@@ -972,6 +972,31 @@ static ssize_t p2z_fs_copy_in(void *buf, struct fuse_bufvec *in)
 	return ret;
 }
 
+/*
+ * Where the request's data is for the device: in place, where libfuse read
+ * it into memory (right after the request header) at an address the device
+ * layer takes, so that no copy is made that the hardware does not need;
+ * otherwise (a pipe, several pieces) copied into a pool buffer, *@buf.
+ * Return: the length, or -errno.
+ */
+static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
+				 void **buf, const void **data)
+{
+	const struct fuse_buf *b = &in->buf[in->idx];
+	const char *mem = (const char *)b->mem + in->off;
+
+	if (in->count == 1 && !(b->flags & FUSE_BUF_IS_FD) &&
+	    !((uintptr_t)mem % P2Z_ZONE_BUF_MIN_ALIGN)) {
+		*data = mem;
+		return (ssize_t)(b->size - in->off);
+	}
+	*buf = p2z_fs_buf_get(fs);
+	if (!*buf)
+		return -ENOMEM;
+	*data = *buf;
+	return p2z_fs_copy_in(*buf, in);
+}
+
 static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
 			     struct fuse_bufvec *in, off_t off,
 			     struct fuse_file_info *fi)
@@ -980,23 +1005,23 @@ static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
 	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
 	struct p2z_fs_node n = { 0 };
 	uint64_t t0 = p2z_stat_now();
+	const void *data = NULL;
+	void *buf = NULL;
 	bool append;
 	ssize_t ret;
-	void *buf;
 
-	buf = p2z_fs_buf_get(fs);
-	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	ret = p2z_fs_node_of(fs, ino, &n);
 	if (!ret && !f)
 		ret = -EBADF;
 	if (!ret)
-		ret = p2z_fs_copy_in(buf, in);
+		ret = p2z_fs_write_data(fs, in, &buf, &data);
 	if (ret >= 0) {
 		/*
 		 * fi->flags is the file's current f_flags (fcntl included).
 		 * The write-back of a mapped page is never an append.
 		 */
 		append = !fi->writepage && ((f->flags | fi->flags) & O_APPEND);
-		ret = p2z_fs_write_node(fs, &n, buf, (size_t)ret, off, append);
+		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append);
 	}
 	if (ret > 0)
 		p2z_fs_touch(fs, ino);

@@ -223,7 +223,7 @@ ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs);
 /**
  * p2z_dev_pwrite() - write, split at the transfer limit
  * @dev: device
- * @buf: source
+ * @buf: source, 8-byte aligned at least (backends bounce what needs more)
  * @len: bytes, a multiple of the LBA size
  * @ofs: native byte offset (the write pointer for sequential zones)
  *
@@ -237,7 +237,7 @@ ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
  * p2z_dev_append() - zone append, split at the zone append limit
  * @dev: device
  * @zidx: zone index
- * @buf: source
+ * @buf: source, 8-byte aligned at least (backends bounce what needs more)
  * @len: bytes, a multiple of the LBA size
  * @lba: result: first LBA written by the first piece
  *

@@ -149,7 +149,7 @@ ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
 /**
  * p2z_po2_write() - write to the po2 view
  * @zt: zone table
- * @buf: source, aligned to P2Z_ZONE_BUF_ALIGN
+ * @buf: source, aligned to P2Z_ZONE_BUF_MIN_ALIGN
  * @len: bytes, a multiple of the LBA size
  * @ofs: byte offset in the view
  * @zidx: result, the zone written to (set when something was attempted)

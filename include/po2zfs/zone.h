@@ -243,7 +243,7 @@ ssize_t p2z_zone_read(struct p2z_zone_table *zt, uint64_t zidx, void *buf,
  * p2z_zone_write() - write to a zone
  * @zt: table
  * @zidx: zone index
- * @buf: source, aligned to P2Z_ZONE_BUF_ALIGN
+ * @buf: source, aligned to P2Z_ZONE_BUF_MIN_ALIGN
  * @len: bytes, a multiple of the LBA size
  * @ofs: offset in the zone; for sequential zones it must equal the write
  *	 pointer unless @append
@@ -329,7 +329,14 @@ void p2z_zone_put_write(struct p2z_zone_table *zt, uint64_t zidx);
  */
 int p2z_zone_flush(struct p2z_zone_table *zt, uint64_t zidx);
 
-/* Buffers passed to p2z_zone_read()/p2z_zone_write() are aligned to this. */
+/* Buffers passed to p2z_zone_read() are aligned to this. */
 #define P2Z_ZONE_BUF_ALIGN 4096
+/*
+ * Buffers passed to p2z_zone_write() need only this: NVMe passthrough takes
+ * dword-aligned memory as it is, and backends whose hardware wants more
+ * (O_DIRECT on a block device or image file) bounce through aligned memory
+ * of their own. So the daemon hands the device the data where FUSE put it.
+ */
+#define P2Z_ZONE_BUF_MIN_ALIGN 8
 
 #endif /* PO2ZFS_ZONE_H */

@@ -543,6 +543,36 @@ START_TEST(test_write_capacity)
 }
 END_TEST
 
+/*
+ * The daemon hands the device the data where FUSE put it, right after the
+ * request header: buffers aligned to P2Z_ZONE_BUF_MIN_ALIGN only. Every
+ * path (append, write at the write pointer, conventional) takes them.
+ */
+START_TEST(test_write_min_align)
+{
+	size_t len;
+	uint64_t z;
+	char *buf, *src;
+
+	fx_setup_loop(_i);
+	len = 8 * lba();
+	buf = buf_alloc(len + P2Z_ZONE_BUF_ALIGN);
+	src = buf + P2Z_ZONE_BUF_MIN_ALIGN;
+	z = seq_zone(0);
+	fill(src, len, z, 0);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, src, len, 0, false), len);
+	fill(src, len, z, len);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, src, len, 0, true), len);
+	ck_assert_uint_eq(size_of(z), 2 * len);
+	memset(buf, 0, len);
+	ck_assert_int_eq(p2z_zone_read(fx.zt, z, buf, len, len), len);
+	ck_assert(check_pat(buf, len, z, len));
+	ck_assert_int_eq(p2z_zone_read(fx.zt, z, buf, len, 0), len);
+	ck_assert(check_pat(buf, len, z, 0));
+	free(buf);
+}
+END_TEST
+
 START_TEST(test_write_cnv)
 {
 	const struct p2z_emu_params *p = &geoms[0];
@@ -1329,6 +1359,7 @@ static Suite *zone_suite(void)
 	tcase_add_loop_test(tc, test_write_rules, 0, NR_GEOM_PATHS);
 	tcase_add_loop_test(tc, test_write_capacity, 0, NR_GEOM_PATHS);
 	tcase_add_loop_test(tc, test_write_cnv, 0, 2);
+	tcase_add_loop_test(tc, test_write_min_align, 0, NR_GEOM_PATHS);
 
 	tc = tcase(s, "truncate");
 	tcase_add_loop_test(tc, test_truncate_reset_finish, 0, NR_GEOM_PATHS);
