@@ -31,10 +31,7 @@
  * tells it about every change the kernel cannot see by itself:
  * - writes, truncates and O_TRUNC opens of a zone file: the kernel sees
  *   them (it updates i_size, drops the truncated pages and invalidates the
- *   attributes after a write), except for one thing: a reader may have
- *   cached the page holding the old end of file, zero-filled past it, while
- *   the append was under way. So an append that starts inside a page drops
- *   that page (the invalidation waits for a read of it still in flight);
+ *   attributes after a write);
  * - writes through po2 change a zone file the kernel did not write to;
  * - the errors= policy changes sizes and modes after a device error.
  * Each of these calls p2z_fs_inval() before the request is answered. Without
@@ -746,6 +743,15 @@ static void p2z_fs_file_set_closing(struct p2z_fs *fs, struct p2z_fs_file *f,
  * mmap(MAP_SHARED) the file, as on zonefs: without the writeback cache the
  * kernel still sends each write(2) through before it returns, and msync(2)
  * or fsync(2) send the dirty pages of a mapping.
+ *
+ * Not for sequential zones whose LBA is smaller than a page: their end of
+ * file can fall inside a page, which a reader caches zero-filled past it.
+ * An append through another file (direct-io) cannot update that page, and
+ * dropping it is not enough: a reader that took the page before the drop
+ * copies from it after the size has grown (filemap_read() reads i_size
+ * after it has its pages), zeros where the append put data. With LBAs of a
+ * page or more the end of file is always at a page boundary, and pages
+ * past it are never cached.
  */
 static bool p2z_fs_node_may_cache(struct p2z_fs *fs,
 				  const struct p2z_fs_node *n, bool writer)
@@ -755,6 +761,9 @@ static bool p2z_fs_node_may_cache(struct p2z_fs *fs,
 	if (n->kind == P2Z_FS_PO2 ||
 	    p2z_zone_get_state(fs->zt, n->zidx, false, &zs) ||
 	    (zs.flags & P2Z_ZONE_F_OFFLINE))
+		return false;
+	if (zs.type == P2Z_ZONE_TYPE_SEQ &&
+	    fs->geom->lba_bytes % fs->page_bytes)
 		return false;
 	return !writer || zs.type == P2Z_ZONE_TYPE_CNV;
 }
@@ -919,7 +928,6 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 				 const char *buf, size_t len, off_t off,
 				 bool append)
 {
-	struct p2z_zone_state zs = { 0 };
 	uint64_t zidx = 0;
 	ssize_t ret;
 
@@ -927,22 +935,8 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 		return -EINVAL;
 	switch (n->kind) {
 	case P2Z_FS_ZONE:
-		/* The old end of file, where LBAs are smaller than pages. */
-		if (fs->geom->lba_bytes % fs->page_bytes) {
-			ret = p2z_zone_get_state(fs->zt, n->zidx, false, &zs);
-			if (ret)
-				return ret;
-		}
-		ret = p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
-				     append);
-		/*
-		 * A reader may hold the page of the old end of file, zeros
-		 * past it: drop it before the writer learns of its success.
-		 */
-		if (ret > 0 && zs.type == P2Z_ZONE_TYPE_SEQ &&
-		    zs.size_bytes % fs->page_bytes)
-			p2z_fs_inval(fs, n->ino, (off_t)zs.size_bytes);
-		return ret;
+		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
+				      append);
 	case P2Z_FS_PO2:
 		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, &zidx);
 		/* The zone's own file changed, behind the kernel's back. */

@@ -27,6 +27,7 @@
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #define TIO_ALIGN 4096
@@ -65,7 +66,8 @@ static void usage(void)
 	      "  unlink P | rmdir P | mkdir P | mknod P | rename A B\n"
 	      "  link A B | symlink TARGET P\n"
 	      "  getxattr F NAME | setxattr F NAME VAL | removexattr F NAME\n"
-	      "  listxattr F | stat F | statfs PATH\n",
+	      "  listxattr F | stat F | statfs PATH\n"
+	      "  eofrace FILE COUNT CHUNK READERS SEED\n",
 	      stderr);
 	exit(2);
 }
@@ -634,6 +636,111 @@ static int cmd_statfs(int argc, char **argv)
 	return 0;
 }
 
+/* Shared by the appender and the readers of cmd_eofrace(). */
+struct tio_race {
+	volatile int stop;
+	uint64_t reads[16];
+	uint64_t bad[16];
+};
+
+/*
+ * A cached reader: read the last 8 KiB before the size it last saw, again
+ * and again, and check every byte returned against the pattern.
+ */
+static void race_reader(const char *path, uint64_t seed, struct tio_race *r,
+			unsigned int id)
+{
+	uint8_t buf[8192], ref[8192];
+	int fd = open(path, O_RDONLY);
+	struct stat st;
+
+	if (fd < 0)
+		_exit(2);
+	while (!r->stop) {
+		off_t ofs;
+		ssize_t n;
+
+		if (fstat(fd, &st))
+			_exit(2);
+		ofs = st.st_size > 4096 ? (st.st_size - 4096) & ~(off_t)511 : 0;
+		n = pread(fd, buf, sizeof(buf), ofs);
+		if (n < 0)
+			_exit(2);
+		pattern_fill(ref, (size_t)n, seed, (uint64_t)ofs, false);
+		if (memcmp(buf, ref, (size_t)n))
+			r->bad[id]++;
+		r->reads[id]++;
+	}
+	_exit(0);
+}
+
+/*
+ * eofrace FILE COUNT CHUNK READERS SEED: append COUNT chunks to FILE
+ * (O_APPEND, pattern SEED at the file offset) while READERS processes read
+ * its end through the page cache. Prints "reads=N bad=N": a bad read
+ * returned bytes that are not what was written (zeros of a page cached
+ * while the append was under way).
+ */
+static int cmd_eofrace(int argc, char **argv)
+{
+	uint64_t count, chunk, seed, i, reads = 0, bad = 0;
+	unsigned int nr, k;
+	struct tio_race *r;
+	pid_t pids[16];
+	uint8_t *buf;
+	int fd, st;
+
+	if (argc != 6)
+		usage();
+	count = parse_size(argv[2]);
+	chunk = parse_size(argv[3]);
+	nr = (unsigned int)parse_size(argv[4]);
+	seed = parse_size(argv[5]);
+	if (!nr || nr > 16 || !chunk || chunk > 1048576)
+		usage();
+	r = mmap(NULL, sizeof(*r), PROT_READ | PROT_WRITE,
+		 MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	buf = malloc(chunk);
+	fd = open(argv[1], O_WRONLY | O_APPEND);
+	if (r == MAP_FAILED || !buf || fd < 0) {
+		printf("%s\n", errname(errno));
+		return 0;
+	}
+	memset(r, 0, sizeof(*r));
+	for (k = 0; k < nr; k++) {
+		pids[k] = fork();
+		if (pids[k] < 0)
+			return 2;
+		if (!pids[k])
+			race_reader(argv[1], seed, r, k);
+	}
+	for (i = 0; i < count; i++) {
+		struct stat sb;
+
+		if (fstat(fd, &sb))
+			break;
+		pattern_fill(buf, chunk, seed, (uint64_t)sb.st_size, false);
+		if (write(fd, buf, chunk) != (ssize_t)chunk) {
+			printf("write %s\n", errname(errno));
+			r->stop = 1;
+			break;
+		}
+	}
+	r->stop = 1;
+	for (k = 0; k < nr; k++) {
+		if (waitpid(pids[k], &st, 0) < 0 || !WIFEXITED(st) ||
+		    WEXITSTATUS(st))
+			return 2;
+		reads += r->reads[k];
+		bad += r->bad[k];
+	}
+	printf("reads=%llu bad=%llu\n", (unsigned long long)reads,
+	       (unsigned long long)bad);
+	close(fd);
+	free(buf);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	const char *c;
@@ -664,6 +771,8 @@ int main(int argc, char **argv)
 		ret = cmd_stat(argc, argv);
 	else if (!strcmp(c, "statfs"))
 		ret = cmd_statfs(argc, argv);
+	else if (!strcmp(c, "eofrace"))
+		ret = cmd_eofrace(argc, argv);
 	else
 		ret = cmd_path_ops(argc, argv);
 	if (fflush(stdout) || ferror(stdout))
