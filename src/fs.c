@@ -1011,10 +1011,12 @@ static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
 		ret = p2z_fs_write_data(fs, in, &buf, &data);
 	if (ret >= 0) {
 		/*
-		 * fi->flags is the file's current f_flags (fcntl included).
-		 * The write-back of a mapped page is never an append.
+		 * fi->flags is the file's current f_flags (fuse_write_flags()
+		 * in fs/fuse/file.c), fcntl(F_SETFL) included: the open flags
+		 * are not, or a cleared O_APPEND would still append. The
+		 * write-back of a mapped page is never an append.
 		 */
-		append = !fi->writepage && ((f->flags | fi->flags) & O_APPEND);
+		append = !fi->writepage && (fi->flags & O_APPEND);
 		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append);
 	}
 	if (ret > 0)

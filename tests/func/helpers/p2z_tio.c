@@ -62,6 +62,7 @@ static void usage(void)
 	      "  pattern SEED OFS LEN      (pattern bytes to stdout)\n"
 	      "  open FILE r|w|rw[,creat,excl,trunc,append,direct]\n"
 	      "  truncate FILE SIZE | fsync FILE\n"
+	      "  setfl fd:N +append|-append   (fcntl F_SETFL on a shared fd)\n"
 	      "  mmap FILE ro [SEED] | mmap FILE rw [SEED OFS LEN]\n"
 	      "  unlink P | rmdir P | mkdir P | mknod P | rename A B\n"
 	      "  link A B | symlink TARGET P\n"
@@ -430,6 +431,31 @@ static int cmd_open(int argc, char **argv)
 	return 0;
 }
 
+/*
+ * fcntl(F_SETFL) on an inherited descriptor: the change lands on the open
+ * file description the shell shares, so later commands on fd:N see it.
+ */
+static int cmd_setfl(int argc, char **argv)
+{
+	int fd, fl;
+
+	if (argc != 3 || strncmp(argv[1], "fd:", 3) ||
+	    (strcmp(argv[2], "+append") && strcmp(argv[2], "-append")))
+		usage();
+	fd = (int)parse_size(argv[1] + 3);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0) {
+		print_ok(fl);
+		return 0;
+	}
+	if (argv[2][0] == '+')
+		fl |= O_APPEND;
+	else
+		fl &= ~O_APPEND;
+	print_ok(fcntl(fd, F_SETFL, fl));
+	return 0;
+}
+
 static int cmd_truncate(int argc, char **argv)
 {
 	uint64_t size;
@@ -759,6 +785,8 @@ int main(int argc, char **argv)
 		ret = cmd_pattern(argc, argv);
 	else if (!strcmp(c, "open"))
 		ret = cmd_open(argc, argv);
+	else if (!strcmp(c, "setfl"))
+		ret = cmd_setfl(argc, argv);
 	else if (!strcmp(c, "truncate"))
 		ret = cmd_truncate(argc, argv);
 	else if (!strcmp(c, "fsync"))
