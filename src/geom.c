@@ -5,8 +5,8 @@
  * The native zone size may be any number of LBAs, so native addresses are
  * split with division and rebuilt with multiplication. Only the po2 zone size
  * and the LBA size are powers of two: those alone are shifted and masked.
- * p2z_geom_init() proves that both address spaces fit in 64 bits in bytes,
- * so every in-range computation below stays in range; out-of-contract zone
+ * p2z_geom_init() proves that both address spaces fit in 63 bits in bytes
+ * (a signed loff_t), so every in-range computation below stays in range; out-of-contract zone
  * indexes saturate at UINT64_MAX instead of wrapping into a valid address.
  */
 #include <errno.h>
@@ -59,6 +59,13 @@ int p2z_geom_init(struct p2z_geom *g, uint32_t lba_bytes, uint64_t zone_lba,
 	if (!p2z_geom_fits(zone_lba, nr_zones, lba_bytes) ||
 	    !p2z_geom_fits(UINT64_C(1) << po2_shift, nr_zones, lba_bytes))
 		return -EOVERFLOW;
+	/*
+	 * Files and block devices are sized by a signed 64-bit loff_t: a po2
+	 * view of 2^63 bytes or more would show a negative size. Both views
+	 * fit then, the native one being the smaller.
+	 */
+	if ((nr_zones << po2_shift) * lba_bytes > (uint64_t)INT64_MAX)
+		return -EFBIG;
 
 	g->lba_bytes = lba_bytes;
 	g->lba_shift = (unsigned int)__builtin_ctz(lba_bytes);
@@ -67,6 +74,20 @@ int p2z_geom_init(struct p2z_geom *g, uint32_t lba_bytes, uint64_t zone_lba,
 	g->po2_zone_lba = UINT64_C(1) << po2_shift;
 	g->po2_shift = po2_shift;
 	return 0;
+}
+
+const char *p2z_geom_strerror(int err)
+{
+	switch (err) {
+	case -EINVAL:
+		return "invalid LBA size, zone size or number of zones";
+	case -EOVERFLOW:
+		return "the device's size in bytes does not fit in 64 bits";
+	case -EFBIG:
+		return "the po2 view (zones x po2 zone size) is 2^63 bytes or more, more than a file can hold";
+	default:
+		return "unknown error";
+	}
 }
 
 uint64_t p2z_geom_zone_of(const struct p2z_geom *g, uint64_t lba)

@@ -453,7 +453,8 @@ int p2z_zone_table_open(struct p2z_dev *dev, const struct p2z_zone_opts *opts,
 	ret = p2z_geom_init(&zt->geom, dev->info.lba_bytes, dev->info.zone_lba,
 			    dev->info.nr_zones);
 	if (ret) {
-		p2z_log(LOG_ERR, "%s: unusable geometry (%d)", dev->path, ret);
+		p2z_log(LOG_ERR, "%s: unusable geometry: %s", dev->path,
+			p2z_geom_strerror(ret));
 		free(zt);
 		return ret;
 	}

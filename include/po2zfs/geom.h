@@ -54,10 +54,19 @@ struct p2z_geom_piece {
  * @nr_zones: number of zones, >= 1
  *
  * Return: 0, -EINVAL for a zero or invalid value, -EOVERFLOW if the native
- * or the po2 address space in bytes does not fit in 64 bits.
+ * or the po2 address space in bytes does not fit in 64 bits, -EFBIG if the
+ * po2 view is 2^63 bytes or more (its size would be a negative loff_t).
  */
 int p2z_geom_init(struct p2z_geom *g, uint32_t lba_bytes, uint64_t zone_lba,
 		  uint64_t nr_zones);
+
+/**
+ * p2z_geom_strerror() - why p2z_geom_init() refused a geometry
+ * @err: its negative return value
+ *
+ * Return: a static one-line reason.
+ */
+const char *p2z_geom_strerror(int err);
 
 /**
  * p2z_geom_zone_of() - zone index of a native LBA
@@ -124,7 +133,8 @@ bool p2z_geom_po2_is_gap(const struct p2z_geom *g, uint64_t po2_lba,
  * p2z_geom_po2_bytes() - size of the po2 view in bytes
  * @g: geometry
  *
- * Return: nr_zones * po2 zone size * LBA size (checked by p2z_geom_init()).
+ * Return: nr_zones * po2 zone size * LBA size, at most INT64_MAX (checked
+ * by p2z_geom_init()).
  */
 uint64_t p2z_geom_po2_bytes(const struct p2z_geom *g);
 

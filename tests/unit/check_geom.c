@@ -69,12 +69,12 @@ static const struct geom_case geoms[] = {
 	{ 4096, BIT(40) - 3, 3 },
 	{ 512, BIT(40), 2 },
 	{ 4096, BIT(40) + 1, 5 },
-	/* po2 view of exactly 2^63 bytes */
-	{ 512, BIT(53) + 1, 1 },
-	/* po2 view of 2^64 - 512 bytes, too many zones to walk */
-	{ 512, 1, BIT(55) - 1 },
-	/* po2 view of 2^64 - 2^18 bytes */
-	{ 65536, 3, BIT(46) - 1 },
+	/* po2 view of exactly 2^62 bytes */
+	{ 512, BIT(52) + 1, 1 },
+	/* po2 view of 2^63 - 512 bytes, too many zones to walk */
+	{ 512, 1, BIT(54) - 1 },
+	/* po2 view of 2^63 - 2^18 bytes */
+	{ 65536, 3, BIT(45) - 1 },
 };
 
 #define NR_GEOMS (int)(sizeof(geoms) / sizeof(geoms[0]))
@@ -306,6 +306,21 @@ static const struct init_case init_bad[] = {
 	{ 65536, 3, BIT(46), -EOVERFLOW },
 	{ 65536, BIT(48), 1, -EOVERFLOW },
 	{ 65536, BIT(47) + 1, 1, -EOVERFLOW },
+	/* fits in 64 bits, but a po2 view of 2^63 bytes or more (EFBIG) */
+	{ 512, BIT(53) + 1, 1, -EFBIG },
+	{ 512, BIT(54), 1, -EFBIG },
+	{ 512, BIT(54) - 1, 1, -EFBIG },
+	{ 512, 1, BIT(54), -EFBIG },
+	{ 512, 1, BIT(55) - 1, -EFBIG },
+	{ 512, 3, BIT(53) - 1, -EFBIG },
+	{ 65536, 3, BIT(45), -EFBIG },
+	{ 65536, 3, BIT(46) - 1, -EFBIG },
+	{ 65536, BIT(47), 1, -EFBIG },
+	{ 4096, BIT(40) + 1, BIT(10), -EFBIG },
+	{ 4096, BIT(40) + 1, BIT(11) - 1, -EFBIG },
+	{ 4096, 24576, BIT(36), -EFBIG },
+	/* native of 2^62 + 2^12 bytes fits; its po2 view is 2^63 */
+	{ 4096, BIT(50) + 1, 1, -EFBIG },
 };
 
 START_TEST(test_init_rejects)
@@ -329,15 +344,17 @@ END_TEST
 static const struct init_case init_edge[] = {
 	{ 512, 1, 1, 0 },
 	{ 65536, 1, 1, 0 },
-	{ 512, BIT(54), 1, 0 },
-	{ 512, BIT(54) - 1, 1, 0 },
-	{ 512, BIT(53) + 1, 1, 0 },
-	{ 512, 1, BIT(55) - 1, 0 },
-	{ 512, 3, BIT(53) - 1, 0 },
-	{ 65536, 3, BIT(46) - 1, 0 },
-	{ 65536, BIT(47), 1, 0 },
-	{ 4096, BIT(40) + 1, BIT(11) - 1, 0 },
-	{ 4096, 24576, BIT(36), 0 },
+	/* po2 views of 2^62 bytes, or just below 2^63 */
+	{ 512, BIT(53), 1, 0 },
+	{ 512, BIT(53) - 1, 1, 0 },
+	{ 512, BIT(52) + 1, 1, 0 },
+	{ 512, 1, BIT(54) - 1, 0 },
+	{ 512, 3, BIT(52) - 1, 0 },
+	{ 65536, 3, BIT(45) - 1, 0 },
+	{ 65536, BIT(46), 1, 0 },
+	{ 4096, BIT(40) + 1, BIT(10) - 1, 0 },
+	{ 4096, 24576, BIT(36) - 1, 0 },
+	{ 4096, BIT(49) + 1, 1, 0 },
 };
 
 START_TEST(test_init_largest)
@@ -370,6 +387,8 @@ static int ref_init(uint32_t lba_bytes, uint64_t zone_lba, uint64_t nr_zones)
 	if (po2 > lim || ref_mul(po2, nr_zones) > lim ||
 	    ref_mul(ref_mul(po2, nr_zones), lba_bytes) > lim)
 		return -EOVERFLOW;
+	if (ref_mul(ref_mul(po2, nr_zones), lba_bytes) > (u128)INT64_MAX)
+		return -EFBIG;
 	return 0;
 }
 
