@@ -3,7 +3,8 @@
  * The fixed tree of names: the root holds seq/, cnv/ (only if the device
  * has conventional zones) and po2; seq/N and cnv/N name the zones of each
  * type by their rank, in decimal without padding. Inode numbers derive from
- * the zone index (see fs.h).
+ * the zone index (see fs.h); the numbers shown (st_ino, d_ino) are
+ * zonefs's.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -44,6 +45,35 @@ uint64_t p2z_dir_nr_files(const struct p2z_zone_table *zt, uint64_t dir_ino)
 		return zt->nr_cnv;
 	default:
 		return 0;
+	}
+}
+
+uint64_t p2z_dir_nr_inodes(const struct p2z_zone_table *zt)
+{
+	/* zonefs: the zone files, plus one per zone-type directory. */
+	return zt->nr_seq + 1 + (zt->nr_cnv ? zt->nr_cnv + 1 : 0);
+}
+
+uint64_t p2z_dir_st_ino(const struct p2z_zone_table *zt, uint64_t ino)
+{
+	uint64_t nr = zt->geom.nr_zones;
+
+	switch (ino) {
+	case P2Z_FS_INO_ROOT:
+		return nr;
+	case P2Z_FS_INO_CNV:
+		return nr + 1;
+	case P2Z_FS_INO_SEQ:
+		return nr + 2;
+	case P2Z_FS_INO_PO2:
+		return nr + 3;
+	default:
+		/*
+		 * Zone 0 is a file here (zonefs keeps its superblock there),
+		 * and 0 is no inode number: glibc before 2.37 drops directory
+		 * entries whose d_ino is 0, which hid the file from ls.
+		 */
+		return ino > P2Z_FS_INO_ZONE0 ? ino - P2Z_FS_INO_ZONE0 : nr + 4;
 	}
 }
 

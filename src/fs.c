@@ -347,7 +347,7 @@ static int p2z_fs_stat(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	pthread_mutex_unlock(&fs->attr_lock);
 
 	memset(st, 0, sizeof(*st));
-	st->st_ino = n->ino;
+	st->st_ino = p2z_dir_st_ino(fs->zt, n->ino);
 	st->st_mode = a.mode;
 	st->st_uid = a.uid;
 	st->st_gid = a.gid;
@@ -557,7 +557,7 @@ static ssize_t p2z_fs_add_entry(fuse_req_t req, struct p2z_fs *fs, char *buf,
 	int ret;
 
 	memset(&e, 0, sizeof(e));
-	e.attr.st_ino = ino;
+	e.attr.st_ino = p2z_dir_st_ino(fs->zt, ino);
 	e.attr.st_mode = dir ? S_IFDIR : S_IFREG;
 	if (!plus)
 		return (ssize_t)fuse_add_direntry(req, buf, size, name, &e.attr,
@@ -1082,7 +1082,7 @@ static void p2z_fs_statfs(fuse_req_t req, fuse_ino_t ino)
 	sv.f_blocks = u.cap_bytes / lba;
 	sv.f_bfree = (u.cap_bytes - u.used_bytes) / lba;
 	sv.f_bavail = sv.f_bfree;
-	sv.f_files = fs->zt->nr_seq + fs->zt->nr_cnv;
+	sv.f_files = p2z_dir_nr_inodes(fs->zt);
 	sv.f_ffree = 0;
 	sv.f_favail = 0;
 	sv.f_namemax = P2Z_FS_NAME_MAX;

@@ -6,13 +6,25 @@
  * and errno rules live here; zone state and I/O rules live in the zone
  * module.
  *
- * Inode numbers are stable across mounts of the same device:
- *   1		the root directory
+ * FUSE node ids (P2Z_FS_INO_*, the "ino" of the handlers) are stable across
+ * mounts of the same device:
+ *   1		the root directory (FUSE_ROOT_ID)
  *   2		seq/
  *   3		cnv/ (exists only if the device has conventional zones)
  *   4		po2
  *   16 + zidx	the file of zone zidx (its index on the device, whatever
  *		its type; seq/N and cnv/N name it by its rank in its type)
+ * The inode numbers users see (st_ino, d_ino) are another thing, chosen by
+ * the daemon for every node, root included (the kernel shows attr.ino):
+ * zonefs's, with nr = the number of zones of the device,
+ *   zidx	the file of zone zidx, zidx >= 1
+ *   nr		the root directory
+ *   nr + 1	cnv/
+ *   nr + 2	seq/
+ *   nr + 3	po2 (zonefs has none)
+ *   nr + 4	the file of zone 0 (zonefs keeps its superblock in zone 0;
+ *		0 is no inode number)
+ * See p2z_dir_st_ino().
  */
 #ifndef PO2ZFS_FS_H
 #define PO2ZFS_FS_H
@@ -97,6 +109,24 @@ extern const struct fuse_lowlevel_ops p2z_fs_ops;
  * Return: the count (0 for anything else).
  */
 uint64_t p2z_dir_nr_files(const struct p2z_zone_table *zt, uint64_t dir_ino);
+
+/**
+ * p2z_dir_nr_inodes() - statfs f_files, counted as zonefs counts it
+ * @zt: zone table
+ *
+ * Return: the zone files plus one per zone-type directory (seq/, and cnv/
+ * when the device has conventional zones); the root and po2 are not counted.
+ */
+uint64_t p2z_dir_nr_inodes(const struct p2z_zone_table *zt);
+
+/**
+ * p2z_dir_st_ino() - the inode number shown for a FUSE node id (st_ino)
+ * @zt: zone table
+ * @ino: node id, P2Z_FS_INO_*, or P2Z_FS_INO_ZONE0 + zidx
+ *
+ * Return: the number zonefs gives the same file.
+ */
+uint64_t p2z_dir_st_ino(const struct p2z_zone_table *zt, uint64_t ino);
 
 /**
  * p2z_dir_lookup() - inode number of a name in a directory
