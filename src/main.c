@@ -12,12 +12,14 @@
 #define FUSE_USE_VERSION 314
 
 #include <errno.h>
+#include <fcntl.h>
 #include <fuse_lowlevel.h>
 #include <grp.h>
 #include <limits.h>
 #include <pthread.h>
 #include <pwd.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -435,13 +437,21 @@ static int p2z_fuse_args(struct p2z_main_opts *o, const char *prog,
  * errors=remount-ro. When the zone table turns read-only while mounted, the
  * mount turns read-only too, as zonefs remounts itself: statvfs(3) then
  * shows ST_RDONLY and the VFS refuses writes with EROFS. The table's hook
- * runs inside a FUSE handler with zone locks held, and mount(2) resolves the
- * mount point, which may send requests to this very daemon: the hook only
- * starts a thread, whose requests the worker threads serve. The kernel
- * refuses (EBUSY) while a file of the mount is open for writing, the one
- * whose write failed first of all: the thread retries until the last one is
+ * runs inside a FUSE handler with zone locks held, and resolving the mount
+ * point may send requests to this very daemon: the hook only starts a
+ * thread, whose requests the worker threads serve. The kernel refuses
+ * (EBUSY) while a file of the mount is open for writing, the one whose
+ * write failed first of all: the thread retries until the last one is
  * closed or the filesystem is unmounted. Without the privilege to remount,
  * the daemon keeps refusing writes with EROFS itself.
+ *
+ * Only the mount this daemon made is ever remounted. The path may name
+ * something else by then (umount -l and another mount there, a parent
+ * renamed and a symlink put in its place), so the mount is identified right
+ * after mounting by its mount id and device number, and the path is opened
+ * and checked against both before the remount, which goes through that
+ * descriptor. No descriptor is kept meanwhile: it would pin a lazily
+ * unmounted mount, and the daemon would never see its end.
  */
 struct p2z_remount {
 	const char *mountpoint;
@@ -450,30 +460,127 @@ struct p2z_remount {
 	bool armed; /* mounted and serving; guarded by lock */
 	bool started; /* thread created; guarded by lock */
 	pthread_t thread;
+	bool have_id; /* mnt_id and dev are known; set before armed */
+	uint64_t mnt_id;
+	uint32_t dev_major;
+	uint32_t dev_minor;
 };
 
 #define P2Z_REMOUNT_RETRY_MIN_MS 10
 #define P2Z_REMOUNT_RETRY_MAX_MS 1000
 
 /*
- * MS_REMOUNT | MS_BIND sets the per-mount flags to exactly those given
- * (the atime ones aside): keep nosuid, nodev, noexec of the mount, or, if
- * they cannot be read, add the safe nosuid and nodev.
+ * The mount root at @path: its mount id and device. AT_STATX_DONT_SYNC
+ * takes the kernel's cached attributes: right after mounting, before the
+ * session loop runs, a GETATTR would never be answered.
  */
-static unsigned long p2z_remount_flags(const char *mountpoint)
+static int p2z_remount_stat(const char *path, int *fdp, struct statx *stx)
+{
+	int fd = open(path, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int ret;
+
+	if (fd < 0)
+		return -errno;
+	ret = statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID,
+		    stx);
+	if (ret < 0 || !(stx->stx_mask & STATX_MNT_ID)) {
+		ret = ret < 0 ? -errno : -EOPNOTSUPP;
+		close(fd);
+		return ret;
+	}
+	if (!(stx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(stx->stx_attributes & STATX_ATTR_MOUNT_ROOT)) {
+		close(fd);
+		return -ESTALE;
+	}
+	*fdp = fd;
+	return 0;
+}
+
+/* Right after mounting: which mount is ours. */
+static void p2z_remount_identify(struct p2z_remount *rm)
+{
+	struct statx stx;
+	int fd, ret;
+
+	ret = p2z_remount_stat(rm->mountpoint, &fd, &stx);
+	if (ret) {
+		p2z_log(LOG_WARNING,
+			"%s: cannot identify the mount (%s), errors=remount-ro will not remount it",
+			rm->mountpoint, strerror(-ret));
+		return;
+	}
+	close(fd);
+	rm->mnt_id = stx.stx_mnt_id;
+	rm->dev_major = stx.stx_dev_major;
+	rm->dev_minor = stx.stx_dev_minor;
+	rm->have_id = true;
+}
+
+/* Return: a descriptor of our mount's root, or -ESTALE if it is gone. */
+static int p2z_remount_open(struct p2z_remount *rm)
+{
+	struct statx stx;
+	int fd, ret;
+
+	if (!rm->have_id)
+		return -ESTALE;
+	ret = p2z_remount_stat(rm->mountpoint, &fd, &stx);
+	if (ret)
+		return ret == -ENOENT || ret == -ENOTDIR || ret == -ELOOP ?
+			       -ESTALE :
+			       ret;
+	if (stx.stx_mnt_id != rm->mnt_id ||
+	    stx.stx_dev_major != rm->dev_major ||
+	    stx.stx_dev_minor != rm->dev_minor) {
+		close(fd);
+		return -ESTALE;
+	}
+	return fd;
+}
+
+/*
+ * mount(2) fallback for kernels without mount_setattr(2) (before 5.12):
+ * MS_REMOUNT | MS_BIND sets the per-mount flags to exactly those given (the
+ * atime ones aside): keep nosuid, nodev, noexec of the mount, or, if they
+ * cannot be read, add the safe nosuid and nodev.
+ */
+static int p2z_remount_legacy(int fd)
 {
 	unsigned long flags = MS_REMOUNT | MS_BIND | MS_RDONLY;
+	char path[32];
 	struct statvfs sv;
 
-	if (statvfs(mountpoint, &sv) < 0)
-		return flags | MS_NOSUID | MS_NODEV;
-	if (sv.f_flag & ST_NOSUID)
-		flags |= MS_NOSUID;
-	if (sv.f_flag & ST_NODEV)
-		flags |= MS_NODEV;
-	if (sv.f_flag & ST_NOEXEC)
-		flags |= MS_NOEXEC;
-	return flags;
+	if (fstatvfs(fd, &sv) < 0) {
+		flags |= MS_NOSUID | MS_NODEV;
+	} else {
+		if (sv.f_flag & ST_NOSUID)
+			flags |= MS_NOSUID;
+		if (sv.f_flag & ST_NODEV)
+			flags |= MS_NODEV;
+		if (sv.f_flag & ST_NOEXEC)
+			flags |= MS_NOEXEC;
+	}
+	/* The magic link leads to the descriptor's mount, whatever the path. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	return mount(NULL, path, NULL, flags, NULL) < 0 ? -errno : 0;
+}
+
+/* Return: 0, -ESTALE if our mount is gone, or -errno. */
+static int p2z_remount_once(struct p2z_remount *rm)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+	int fd, ret;
+
+	fd = p2z_remount_open(rm);
+	if (fd < 0)
+		return fd;
+	ret = mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
+	ret = ret < 0 ? -errno : 0;
+	if (ret == -ENOSYS)
+		ret = p2z_remount_legacy(fd);
+	close(fd);
+	return ret;
 }
 
 /* Sleep @ms, or less if disarmed. Return: whether still armed. */
@@ -501,18 +608,17 @@ static bool p2z_remount_wait(struct p2z_remount *rm, long ms)
 static void *p2z_remount_thread(void *arg)
 {
 	struct p2z_remount *rm = arg;
-	unsigned long flags = p2z_remount_flags(rm->mountpoint);
 	long ms = P2Z_REMOUNT_RETRY_MIN_MS;
-	int err;
+	int ret;
 
 	for (;;) {
-		if (!mount(NULL, rm->mountpoint, NULL, flags, NULL)) {
+		ret = p2z_remount_once(rm);
+		if (!ret) {
 			p2z_log(LOG_NOTICE, "%s: remounted read-only",
 				rm->mountpoint);
 			return NULL;
 		}
-		err = errno;
-		if (err != EBUSY)
+		if (ret != -EBUSY)
 			break;
 		/* Unmounted while a file was still open for writing. */
 		if (!p2z_remount_wait(rm, ms))
@@ -521,9 +627,14 @@ static void *p2z_remount_thread(void *arg)
 			     ms * 2 :
 			     P2Z_REMOUNT_RETRY_MAX_MS;
 	}
-	p2z_log(LOG_WARNING,
-		"%s: cannot remount read-only (%s), writes still fail with EROFS",
-		rm->mountpoint, strerror(err));
+	if (ret == -ESTALE)
+		p2z_log(LOG_WARNING,
+			"%s: no longer this filesystem's mount (unmounted or covered), not remounted; writes still fail with EROFS",
+			rm->mountpoint);
+	else
+		p2z_log(LOG_WARNING,
+			"%s: cannot remount read-only (%s), writes still fail with EROFS",
+			rm->mountpoint, strerror(-ret));
 	return NULL;
 }
 
@@ -622,6 +733,8 @@ static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
 		goto out_destroy;
 	if (fuse_session_mount(se, o->mountpoint_abs))
 		goto out_remove_handlers;
+	if (o->zone.errors == P2Z_ERRORS_REMOUNT_RO && !o->zone.rdonly)
+		p2z_remount_identify(rm);
 	p2z_remount_arm(rm, true);
 	ret = p2z_serve(se, o->foreground);
 	p2z_remount_arm(rm, false);
