@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck disable=SC2012
 # zonefs's inode numbers and statfs f_files. With N zones: the file of zone
 # i (i >= 1) is inode i, the root N, cnv/ N + 1, seq/ N + 2, po2 N + 3, and
 # the file of zone 0 (zonefs's superblock zone, and 0 is no inode number)
