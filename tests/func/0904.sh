@@ -90,11 +90,22 @@ p2z_mount errors=remount-ro
 append "$MNT/seq/1" 0 $((4 * LBA)) 171
 append "$MNT/seq/2" 0 "$LBA" 172
 exec 5>>"$MNT/seq/1" 6>>"$MNT/seq/2" || fail "open seq/1 and seq/2"
+# fd 7 (the root directory) keeps the detached mount alive until the
+# daemon has the releases of fds 5 and 6: the kernel sends those in the
+# background, and drops what is still queued when the mount goes away
+exec 7<"$MNT" || fail "open the mount's root"
 umount -l "$MNT" || fail "umount -l $MNT"
 mount -t tmpfs p2z-0904 "$MNT" || fail "mount tmpfs on $MNT"
 fault_and_check "umount -l, tmpfs at the path" "$MNT"
 umount "$MNT" || fail "umount the tmpfs"
 exec 5>&- 6>&-
+# a request answered after the releases were queued (FIFO): they are read
+run_tio statfs /proc/self/fd/7
+case $TIO_OUT in
+*files=*) ;;
+*) fail "statfs of the detached mount: $TIO_OUT" ;;
+esac
+exec 7<&-
 wait_daemon_exit "umount -l, tmpfs at the path"
 info "ok: umount -l and a tmpfs at the path"
 
