@@ -749,11 +749,16 @@ static int emu_do_open(const char *path, unsigned int flags,
 		       struct emu_dev **ep, char *why, size_t len)
 {
 	bool rdonly = flags & P2Z_DEV_RDONLY;
+	enum p2z_emu_lock lock = P2Z_EMU_LOCK_EXCL;
 	struct p2z_emu_geom g;
 	void *map;
 	int fd, ret;
 
-	ret = p2z_emu_image_load(path, rdonly, &fd, &g, &map, why, len);
+	/* Every user locks the image, read-only ones too: see emu_image.c. */
+	if (rdonly)
+		lock = flags & P2Z_DEV_PEEK ? P2Z_EMU_LOCK_NONE :
+					      P2Z_EMU_LOCK_SHARED;
+	ret = p2z_emu_image_load(path, rdonly, lock, &fd, &g, &map, why, len);
 	if (ret)
 		return ret;
 	ret = emu_alloc(ep, &g, fd, map, rdonly);

@@ -352,10 +352,17 @@ static int emu_open_file(const char *path, int flags, char *why, size_t len)
 	return p2z_emu_why(why, len, -errno, "%s", strerror(errno));
 }
 
-/* One writer at a time: take the image's writer lock without waiting. */
-static int emu_lock(int fd, char *why, size_t len)
+/*
+ * Take the image's lock without waiting: one writer, or any number of
+ * read-only users, never both (see enum p2z_emu_lock).
+ */
+static int emu_lock(int fd, enum p2z_emu_lock lock, char *why, size_t len)
 {
-	if (!flock(fd, LOCK_EX | LOCK_NB))
+	int op = lock == P2Z_EMU_LOCK_EXCL ? LOCK_EX : LOCK_SH;
+
+	if (lock == P2Z_EMU_LOCK_NONE)
+		return 0;
+	if (!flock(fd, op | LOCK_NB))
 		return 0;
 	return errno == EWOULDBLOCK ? p2z_emu_why(why, len, -EBUSY,
 						  "in use by another process") :
@@ -363,8 +370,8 @@ static int emu_lock(int fd, char *why, size_t len)
 						  strerror(errno));
 }
 
-int p2z_emu_image_load(const char *path, bool rdonly, int *fdp,
-		       struct p2z_emu_geom *g, void **mapp, char *why,
+int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
+		       int *fdp, struct p2z_emu_geom *g, void **mapp, char *why,
 		       size_t why_len)
 {
 	void *map = NULL;
@@ -373,8 +380,7 @@ int p2z_emu_image_load(const char *path, bool rdonly, int *fdp,
 	fd = emu_open_file(path, rdonly ? O_RDONLY : O_RDWR, why, why_len);
 	if (fd < 0)
 		return fd;
-	/* Readers (report) need no lock. */
-	ret = rdonly ? 0 : emu_lock(fd, why, why_len);
+	ret = emu_lock(fd, rdonly ? lock : P2Z_EMU_LOCK_EXCL, why, why_len);
 	if (!ret)
 		ret = emu_load_hdr(fd, g, why, why_len);
 	if (!ret)
@@ -453,7 +459,7 @@ static int emu_format(int fd, const struct p2z_emu_geom *g, char *why,
 
 	ret = emu_check_regular(fd, &st, why, len);
 	if (!ret)
-		ret = emu_lock(fd, why, len);
+		ret = emu_lock(fd, P2Z_EMU_LOCK_EXCL, why, len);
 	if (ret)
 		return ret;
 	if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)g->file_bytes) < 0)
@@ -520,7 +526,8 @@ int p2z_emu_check_image(const char *path, struct p2z_emu_params *p, char *why,
 	void *map;
 	int fd, ret;
 
-	ret = p2z_emu_image_load(path, true, &fd, &g, &map, why, why_len);
+	ret = p2z_emu_image_load(path, true, P2Z_EMU_LOCK_NONE, &fd, &g, &map,
+				 why, why_len);
 	if (ret)
 		return ret;
 	if (p)

@@ -78,10 +78,23 @@ static inline struct p2z_emu_zent *p2z_emu_table(void *map)
 int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * How an image is locked (flock(2), without waiting): every user of the
+ * device holds a lock for as long as it has the image open, read-only
+ * users a shared one, so that nothing reformats or rewrites an image under
+ * a running daemon; tools that only look take none.
+ */
+enum p2z_emu_lock {
+	P2Z_EMU_LOCK_NONE, /* read-only look (report, check) */
+	P2Z_EMU_LOCK_SHARED, /* read-only user */
+	P2Z_EMU_LOCK_EXCL, /* the one writer */
+};
+
 /**
  * p2z_emu_image_load() - open, check and map an image
  * @path: image path
- * @rdonly: open read-only; else read-write under the exclusive writer lock
+ * @rdonly: open and map read-only; else read-write
+ * @lock: the lock to take (P2Z_EMU_LOCK_EXCL if !@rdonly)
  * @fdp: receives the open file
  * @g: receives the image's geometry
  * @mapp: receives the header and zone table, mapped MAP_SHARED
@@ -93,11 +106,11 @@ int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
  * the caller owns *@fdp and *@mapp.
  *
  * Return: 0, -EINVAL (not an image), -EUCLEAN (damaged image), -EBUSY if
- * !@rdonly and another process has the image open for writing, or a system
- * call's -errno.
+ * the lock conflicts with another user's (a writer, or any user for
+ * P2Z_EMU_LOCK_EXCL), or a system call's -errno.
  */
-int p2z_emu_image_load(const char *path, bool rdonly, int *fdp,
-		       struct p2z_emu_geom *g, void **mapp, char *why,
+int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
+		       int *fdp, struct p2z_emu_geom *g, void **mapp, char *why,
 		       size_t why_len);
 
 /* dev_emu.c */

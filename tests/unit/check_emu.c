@@ -1060,9 +1060,12 @@ START_TEST(test_open_exclusive)
 
 	ck_assert_int_eq(p2z_dev_open(img, "emu", 0, &other), -EBUSY);
 	ck_assert_int_eq(p2z_emu_create(img, &p, true), -EBUSY);
-	/* Readers see the live state. */
+	/* A read-only user is a user too: not beside the writer. */
+	ck_assert_int_eq(p2z_dev_open(img, "emu", P2Z_DEV_RDONLY, &other),
+			 -EBUSY);
+	/* Lookers (report) see the live state. */
 	ck_assert_int_eq(wr(dev, 0, 0, 1, 1), (ssize_t)LBA);
-	other = opendev(P2Z_DEV_RDONLY);
+	other = opendev(P2Z_DEV_RDONLY | P2Z_DEV_PEEK);
 	ck_assert_uint_eq(zcond(other, 0), P2Z_ZONE_COND_IMP_OPEN);
 	ck_assert_uint_eq(zwp(other, 0), 1);
 	expect_data(other, 0, 0, 1, 1);
@@ -1075,6 +1078,19 @@ START_TEST(test_open_exclusive)
 	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL), -EBADF);
 	ck_assert_int_eq(p2z_dev_flush(other), 0);
 	p2z_dev_close(other);
+	p2z_dev_close(dev);
+	/*
+	 * Read-only users share the image with each other, never with a
+	 * writer, and nothing reformats it under them (a daemon would die
+	 * of SIGBUS on its zone table).
+	 */
+	dev = opendev(P2Z_DEV_RDONLY);
+	other = opendev(P2Z_DEV_RDONLY);
+	ck_assert_int_eq(p2z_emu_create(img, &p, true), -EBUSY);
+	p2z_dev_close(other);
+	ck_assert_int_eq(p2z_dev_open(img, "emu", 0, &other), -EBUSY);
+	ck_assert_int_eq(p2z_emu_create(img, &p, true), -EBUSY);
+	expect_data(dev, 0, 1, 1, 2);
 	p2z_dev_close(dev);
 	dev = opendev(0);
 	p2z_dev_close(dev);
@@ -1582,7 +1598,7 @@ START_TEST(test_wp_never_ahead_of_data)
 	p.nr_zones = 1;
 	p.max_append_bytes = CRASH_NLB * LBA;
 	dev = mkdev_p(&p);
-	o.dev = opendev(P2Z_DEV_RDONLY);
+	o.dev = opendev(P2Z_DEV_RDONLY | P2Z_DEV_PEEK);
 	for (b = 0; b < CRASH_NLB; b++)
 		fill(buf + b * LBA, 1, 0, 0);
 	ck_assert_int_eq(pthread_create(&th, NULL, wp_observe, &o), 0);
