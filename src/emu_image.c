@@ -6,7 +6,9 @@
  *
  * Image layout (all integers little-endian):
  *   [0, 4096)             header (struct emu_hdr, CRC32C protected)
- *   [4096, ...)           zone table: one struct p2z_emu_zent per zone
+ *   [4096, ...)           zone table: one struct p2z_emu_zent per zone,
+ *                         16 bytes (write pointer and condition in one
+ *                         8-byte word, see emu_priv.h)
  *   [data_ofs, end)       zone data, zone i at data_ofs + i * zone size;
  *                         data_ofs is the table's end rounded up to 1 MiB
  * The file is sparse: unwritten zones take no space, resets punch holes.
@@ -299,13 +301,12 @@ static int emu_check_table(const struct p2z_emu_zent *zt,
 
 	for (zidx = 0; zidx < g->nr_zones; zidx++) {
 		bool cnv = zidx < g->nr_cnv;
-		uint64_t wp = le64toh(
-			__atomic_load_n(&zt[zidx].wp, __ATOMIC_ACQUIRE));
-		uint8_t cond =
-			__atomic_load_n(&zt[zidx].cond, __ATOMIC_ACQUIRE);
+		uint64_t wp;
+		uint8_t cond;
 		uint8_t fault =
 			__atomic_load_n(&zt[zidx].fault, __ATOMIC_RELAXED);
 
+		p2z_emu_zent_load(&zt[zidx], &wp, &cond);
 		if (!emu_cond_is_valid(cond, cnv))
 			return p2z_emu_why(why, len, -EUCLEAN,
 					   "zone %llu: invalid condition 0x%x",
