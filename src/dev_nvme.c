@@ -48,7 +48,8 @@
 /**
  * struct p2z_nvme - an open ZNS namespace
  * @dev: generic part, first
- * @fd: the generic char device
+ * @np: the namespace: generic device, its claim, nsid
+ * @fd: np.fd, the generic char device
  * @ng: its path, for messages
  * @nsid: namespace id, from NVME_IOCTL_ID
  * @nr_lba: zones x zone size, the addressable LBAs
@@ -56,6 +57,7 @@
  */
 struct p2z_nvme {
 	struct p2z_dev dev;
+	struct p2z_nvme_path np;
 	int fd;
 	char ng[PATH_MAX];
 	uint32_t nsid;
@@ -649,7 +651,7 @@ static void p2z_nvme_close(struct p2z_dev *dev)
 
 	/* No call is in flight: every thread's ring can go. */
 	p2z_rings_destroy(&nv->rings);
-	close(nv->fd);
+	p2z_nvme_path_close(&nv->np);
 	free(nv);
 }
 
@@ -670,6 +672,12 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	ret = p2z_nvme_path_open(path, oflags, w);
 	if (ret)
 		goto out_free;
+	/* Owned for as long as it is open, unless only looked at. */
+	if (!(flags & P2Z_DEV_PEEK)) {
+		ret = p2z_nvme_path_claim(w);
+		if (ret)
+			goto out_close;
+	}
 	ret = p2z_nvme_identify(nv, w);
 	if (ret)
 		goto out_close;
@@ -679,6 +687,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 			     nv->ng);
 	if (ret)
 		goto out_close;
+	nv->np = *w;
 	nv->fd = w->fd;
 	nv->nsid = w->nsid;
 	nv->dev.flags = flags;
@@ -687,7 +696,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	return 0;
 
 out_close:
-	close(w->fd);
+	p2z_nvme_path_close(w);
 out_free:
 	free(nv);
 	free(w);
