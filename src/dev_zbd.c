@@ -100,11 +100,14 @@ static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_ring *r, bool write,
 		else
 			io_uring_prep_read(sqe, zbd->fd, buf, n, ofs);
 		ret = p2z_ring_submit(r);
-		if (ret != 1)
+		if (ret != 1) {
+			/* Not submitted: the SQE must not run later, with a
+			 * buffer the caller has reused. It goes with the ring. */
+			p2z_ring_discard(r);
 			return ret < 0 ? ret : -EIO;
-		ret = p2z_ring_wait(r, &cqe);
-		if (ret)
-			return ret;
+		}
+		/* The buffer is the kernel's until the completion. */
+		p2z_ring_reap(r, &cqe);
 		res = cqe->res;
 		io_uring_cqe_seen(&r->ring, cqe);
 		if (res < 0)
