@@ -9,15 +9,23 @@
  * process and the process using the device see the same bytes: faults are
  * requested by setting bits in a zone's fault byte with atomic operations,
  * and the user of the device applies them at its next operation on that
- * zone. Write pointers and conditions are also stored with atomics, in an
- * order that never lets another process see an empty zone with data.
+ * zone. A zone's write pointer and condition live in one 8-byte word of
+ * its entry (emu_priv.h) and change together, in one aligned atomic store.
  *
- * Crash consistency: a write stores its data first and advances the
- * persistent write pointer afterwards, so after kill -9 the write pointer
- * never covers data that is not in the file. Data past the write pointer
- * (a write interrupted before its pointer update) is never returned: reads
- * return zeros from the write pointer on. Flush is fdatasync(), which also
- * writes back the dirty pages of the mapped zone table.
+ * Crash consistency. Killed (kill -9) at any instant, the process leaves
+ * every zone in the state before or after its last change, never a mix (a
+ * reset never leaves a full zone reading zeros, a write filling the zone
+ * never leaves it active at capacity), because the stores it made are in
+ * the page cache, shared with the file. A write stores its data first and
+ * advances the write pointer afterwards, so the write pointer never covers
+ * data that is not in the file. Data past the write pointer (a write
+ * interrupted before its pointer update) is never returned: reads return
+ * zeros from the write pointer on. Power loss keeps what was flushed: flush
+ * is fdatasync(), which writes back the data and the dirty pages of the
+ * mapped zone table. A state word never tears (8 aligned bytes inside one
+ * sector), but after power loss an unflushed state change may be lost or
+ * kept without the unflushed data it covers (which then reads as zeros),
+ * as unflushed writes to a drive with a volatile write cache can be.
  *
  * Locking. Lock order: zone lock, then res_lock; never two zone locks.
  *   - zone->lock serialises operations on one zone (write pointer advance,
@@ -68,21 +76,6 @@ static struct emu_dev *to_emu(struct p2z_dev *dev)
 
 /* ---- zone table accessors (the table is shared with other processes) */
 
-static uint8_t emu_cond(const struct emu_dev *e, uint64_t zidx)
-{
-	return __atomic_load_n(&e->zt[zidx].cond, __ATOMIC_ACQUIRE);
-}
-
-static uint64_t emu_wp(const struct emu_dev *e, uint64_t zidx)
-{
-	return le64toh(__atomic_load_n(&e->zt[zidx].wp, __ATOMIC_ACQUIRE));
-}
-
-static void emu_store_wp(struct emu_dev *e, uint64_t zidx, uint64_t wp)
-{
-	__atomic_store_n(&e->zt[zidx].wp, htole64(wp), __ATOMIC_RELEASE);
-}
-
 static bool emu_zone_is_cnv(const struct emu_dev *e, uint64_t zidx)
 {
 	return zidx < e->g.nr_cnv;
@@ -111,10 +104,45 @@ static bool emu_cond_is_active(uint8_t cond)
 }
 
 /*
- * Change a zone's condition and keep the open/active counts right, whatever
- * the old condition was. Caller holds res_lock.
+ * A zone's write pointer and condition, from one load. An active zone
+ * written to its capacity is full: versions that stored the pointer and
+ * the condition separately could be killed between the two, leaving such
+ * a zone in an image (power cycles store the repair, emu_power_cycle()).
  */
-static void __emu_set_cond(struct emu_dev *e, uint64_t zidx, uint8_t cond)
+static void emu_state(const struct emu_dev *e, uint64_t zidx, uint64_t *wp,
+		      uint8_t *cond)
+{
+	p2z_emu_zent_load(&e->zt[zidx], wp, cond);
+	if (!emu_zone_is_cnv(e, zidx) && *wp == e->g.cap_lba &&
+	    emu_cond_is_active(*cond))
+		*cond = P2Z_ZONE_COND_FULL;
+}
+
+static uint8_t emu_cond(const struct emu_dev *e, uint64_t zidx)
+{
+	uint64_t wp;
+	uint8_t cond;
+
+	emu_state(e, zidx, &wp, &cond);
+	return cond;
+}
+
+static uint64_t emu_wp(const struct emu_dev *e, uint64_t zidx)
+{
+	uint64_t wp;
+	uint8_t cond;
+
+	emu_state(e, zidx, &wp, &cond);
+	return wp;
+}
+
+/*
+ * Change a zone's write pointer and condition in one aligned 8-byte store
+ * to the shared table, and keep the open/active counts right, whatever the
+ * old condition was. Caller holds res_lock.
+ */
+static void __emu_set_state(struct emu_dev *e, uint64_t zidx, uint64_t wp,
+			    uint8_t cond)
 {
 	uint8_t old = emu_cond(e, zidx);
 
@@ -122,7 +150,15 @@ static void __emu_set_cond(struct emu_dev *e, uint64_t zidx, uint8_t cond)
 	e->nr_active -= emu_cond_is_active(old);
 	e->nr_open += emu_cond_is_open(cond);
 	e->nr_active += emu_cond_is_active(cond);
-	__atomic_store_n(&e->zt[zidx].cond, cond, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->zt[zidx].state,
+			 htole64(p2z_emu_state_pack(wp, cond)),
+			 __ATOMIC_RELEASE);
+}
+
+/* Change a zone's condition only. Caller holds res_lock. */
+static void __emu_set_cond(struct emu_dev *e, uint64_t zidx, uint8_t cond)
+{
+	__emu_set_state(e, zidx, emu_wp(e, zidx), cond);
 }
 
 /* ---- host file I/O */
@@ -346,9 +382,9 @@ static uint16_t __emu_zone_transition(struct emu_dev *e, uint64_t zidx,
 		return P2Z_NVME_SC_ZONE_INVALID_TRANSITION;
 	switch (op) {
 	case P2Z_ZONE_OP_RESET:
-		/* Pointer first: nobody may see an empty zone with data. */
-		emu_store_wp(e, zidx, 0);
-		__emu_set_cond(e, zidx, P2Z_ZONE_COND_EMPTY);
+		/* One store: never a full zone reading zeros, nor an empty
+		 * one with data. */
+		__emu_set_state(e, zidx, 0, P2Z_ZONE_COND_EMPTY);
 		return P2Z_NVME_SC_SUCCESS;
 	case P2Z_ZONE_OP_OPEN:
 		if (cond == P2Z_ZONE_COND_FULL)
@@ -428,10 +464,12 @@ static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
 	if (ret)
 		return emu_host_error(e, "write", ofs, ret);
 
+	/* Pointer and condition in one store: filling the zone makes it
+	 * full at once, never an active zone at capacity. */
 	pthread_mutex_lock(&e->res_lock);
-	emu_store_wp(e, zidx, wp + nlb);
-	if (wp + nlb == e->g.cap_lba)
-		__emu_set_cond(e, zidx, P2Z_ZONE_COND_FULL);
+	__emu_set_state(e, zidx, wp + nlb,
+			wp + nlb == e->g.cap_lba ? P2Z_ZONE_COND_FULL :
+						   emu_cond(e, zidx));
 	pthread_mutex_unlock(&e->res_lock);
 	*wpp = wp;
 	return 0;
@@ -721,23 +759,26 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 
 /*
  * Opening for writing is a power cycle: as a ZNS drive does, zones left
- * open become closed (or empty if they hold no data, as QEMU does). Then
+ * open become closed (or empty if they hold no data, as QEMU does), and a
+ * zone an older version left active at capacity is stored full. Then
  * faults set while nobody used the image take effect. Single-threaded.
  */
 static void emu_power_cycle(struct emu_dev *e)
 {
-	uint64_t zidx;
+	uint64_t zidx, wp;
+	uint8_t stored, cond, to;
 
 	for (zidx = e->g.nr_cnv; zidx < e->g.nr_zones; zidx++) {
-		uint8_t cond = emu_cond(e, zidx);
-		uint8_t to = cond;
-
-		if (emu_cond_is_active(cond) && !emu_wp(e, zidx))
+		p2z_emu_zent_load(&e->zt[zidx], &wp, &stored);
+		emu_state(e, zidx, &wp, &cond);
+		to = cond;
+		if (emu_cond_is_active(cond) && !wp)
 			to = P2Z_ZONE_COND_EMPTY;
 		else if (emu_cond_is_open(cond))
 			to = P2Z_ZONE_COND_CLOSED;
-		if (to != cond)
-			__atomic_store_n(&e->zt[zidx].cond, to,
+		if (to != stored)
+			__atomic_store_n(&e->zt[zidx].state,
+					 htole64(p2z_emu_state_pack(wp, to)),
 					 __ATOMIC_RELEASE);
 		e->nr_active += to == P2Z_ZONE_COND_CLOSED;
 	}
@@ -749,11 +790,16 @@ static int emu_do_open(const char *path, unsigned int flags,
 		       struct emu_dev **ep, char *why, size_t len)
 {
 	bool rdonly = flags & P2Z_DEV_RDONLY;
+	enum p2z_emu_lock lock = P2Z_EMU_LOCK_EXCL;
 	struct p2z_emu_geom g;
 	void *map;
 	int fd, ret;
 
-	ret = p2z_emu_image_load(path, rdonly, &fd, &g, &map, why, len);
+	/* Every user locks the image, read-only ones too: see emu_image.c. */
+	if (rdonly)
+		lock = flags & P2Z_DEV_PEEK ? P2Z_EMU_LOCK_NONE :
+					      P2Z_EMU_LOCK_SHARED;
+	ret = p2z_emu_image_load(path, rdonly, lock, &fd, &g, &map, why, len);
 	if (ret)
 		return ret;
 	ret = emu_alloc(ep, &g, fd, map, rdonly);

@@ -48,7 +48,8 @@
 /**
  * struct p2z_nvme - an open ZNS namespace
  * @dev: generic part, first
- * @fd: the generic char device
+ * @np: the namespace: generic device, its claim, nsid
+ * @fd: np.fd, the generic char device
  * @ng: its path, for messages
  * @nsid: namespace id, from NVME_IOCTL_ID
  * @nr_lba: zones x zone size, the addressable LBAs
@@ -56,6 +57,7 @@
  */
 struct p2z_nvme {
 	struct p2z_dev dev;
+	struct p2z_nvme_path np;
 	int fd;
 	char ng[PATH_MAX];
 	uint32_t nsid;
@@ -143,22 +145,20 @@ static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 		return -EBUSY;
 	p2z_nvme_prep(nv, sqe, c);
 	ret = p2z_ring_submit(r);
-	if (ret != 1)
-		goto out_discard;
-	ret = p2z_ring_wait(r, &cqe);
-	if (ret)
-		goto out_discard;
+	if (ret != 1) {
+		/* Not submitted: the SQE goes with the ring, never run. */
+		p2z_log(LOG_ERR, "%s: io_uring submit: %s", nv->ng,
+			strerror(ret < 0 ? -ret : EIO));
+		p2z_ring_discard(r);
+		return ret < 0 ? ret : -EIO;
+	}
+	/* Submitted: the buffer is the kernel's until the completion. */
+	p2z_ring_reap(r, &cqe);
 	res = cqe->res;
 	if (result)
 		*result = cqe->big_cqe[0];
 	io_uring_cqe_seen(&r->ring, cqe);
 	return p2z_nvme_res(res);
-
-out_discard:
-	p2z_log(LOG_ERR, "%s: io_uring: %s", nv->ng,
-		strerror(ret < 0 ? -ret : EIO));
-	p2z_ring_discard(r);
-	return ret < 0 ? ret : -EIO;
 }
 
 /* ---- validation ---- */
@@ -194,18 +194,24 @@ static void p2z_nvme_rw_cmd(struct p2z_nvme *nv, struct p2z_nvme_cmd *c,
  * Reads never touch the write pointer, so the pieces of one request go out
  * together (up to the ring size): on the hidden disk of an npo2 namespace a
  * piece is at most 124 KiB, and one at a time would halve the throughput.
+ *
+ * No piece is left in flight on return, whatever fails: the kernel may
+ * write into @buf until a piece completes, and the caller reuses @buf as
+ * soon as this returns. A submission that fails stops new pieces; the ones
+ * submitted are reaped, then the ring, holding the unsubmitted SQEs, goes.
  */
 static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 			      uint64_t ofs)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
 	uint32_t max = dev->info.max_xfer_bytes;
+	unsigned int inflight = 0, queued = 0;
 	struct p2z_nvme_cmd c;
 	struct p2z_ring *r;
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
+	bool broken = false;
 	size_t done = 0;
-	unsigned int inflight = 0;
 	int ret, err = 0;
 
 	ret = p2z_nvme_check_range(nv, len, ofs);
@@ -215,47 +221,49 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 	if (ret)
 		return ret;
 	while (done < len || inflight) {
-		while (!err && done < len && inflight < P2Z_NVME_QD) {
+		while (!err && done < len && inflight + queued < P2Z_NVME_QD) {
 			uint32_t n = len - done < max ? len - done : max;
 
 			sqe = io_uring_get_sqe(&r->ring);
-			if (!sqe && !inflight) {
-				err = -EBUSY;
-				break;
-			}
 			if (!sqe)
 				break;
 			p2z_nvme_rw_cmd(nv, &c, nvme_cmd_read,
 					(char *)buf + done, n, ofs + done);
 			p2z_nvme_prep(nv, sqe, &c);
 			done += n;
-			inflight++;
+			queued++;
 		}
-		if (err && !inflight)
+		if (queued && !broken) {
+			ret = p2z_ring_submit(r);
+			if (ret > 0) {
+				inflight += ret;
+				queued -= ret;
+			}
+			if (queued) {
+				p2z_log(LOG_ERR, "%s: io_uring submit: %s",
+					nv->ng,
+					strerror(ret < 0 ? -ret : EAGAIN));
+				broken = true;
+				if (!err)
+					err = ret < 0 ? ret : -EIO;
+			}
+		}
+		if (!inflight) {
+			if (!err && done < len)
+				err = -EBUSY; /* no SQE on an idle ring */
 			break;
-		ret = p2z_ring_submit(r);
-		if (ret < 0)
-			goto out_discard;
-		ret = p2z_ring_wait(r, &cqe);
-		if (ret)
-			goto out_discard;
+		}
+		p2z_ring_reap(r, &cqe);
 		ret = p2z_nvme_res(cqe->res);
 		io_uring_cqe_seen(&r->ring, cqe);
 		inflight--;
 		if (ret && !err)
 			err = ret;
 	}
+	/* Nothing in flight now; SQEs never submitted go with the ring. */
+	if (broken)
+		p2z_ring_discard(r);
 	return err ? err : (ssize_t)len;
-
-out_discard:
-	/*
-	 * The ring itself failed (it cannot with at most P2Z_NVME_QD commands
-	 * in flight on a ring of that size): give it up. Pieces in flight keep
-	 * their pages pinned until the kernel completes them.
-	 */
-	p2z_log(LOG_ERR, "%s: io_uring: %s", nv->ng, strerror(-ret));
-	p2z_ring_discard(r);
-	return ret;
 }
 
 /*
@@ -649,7 +657,7 @@ static void p2z_nvme_close(struct p2z_dev *dev)
 
 	/* No call is in flight: every thread's ring can go. */
 	p2z_rings_destroy(&nv->rings);
-	close(nv->fd);
+	p2z_nvme_path_close(&nv->np);
 	free(nv);
 }
 
@@ -670,6 +678,12 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	ret = p2z_nvme_path_open(path, oflags, w);
 	if (ret)
 		goto out_free;
+	/* Owned for as long as it is open, unless only looked at. */
+	if (!(flags & P2Z_DEV_PEEK)) {
+		ret = p2z_nvme_path_claim(w);
+		if (ret)
+			goto out_close;
+	}
 	ret = p2z_nvme_identify(nv, w);
 	if (ret)
 		goto out_close;
@@ -679,6 +693,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 			     nv->ng);
 	if (ret)
 		goto out_close;
+	nv->np = *w;
 	nv->fd = w->fd;
 	nv->nsid = w->nsid;
 	nv->dev.flags = flags;
@@ -687,7 +702,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	return 0;
 
 out_close:
-	close(w->fd);
+	p2z_nvme_path_close(w);
 out_free:
 	free(nv);
 	free(w);

@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include <libzbd/zbd.h>
@@ -37,6 +38,8 @@
  * struct p2z_zbd - an open zoned block device
  * @dev: generic part, first
  * @fd: from zbd_open(), O_DIRECT
+ * @claim_fd: the device opened O_EXCL for as long as it is open (the
+ *	      kernel then refuses to mount it or claim it again), or -1
  * @name: the kernel's name of the device, for messages
  * @zone_bytes: zone size in bytes
  * @lock: stripe locks: zone z is guarded by lock[z % P2Z_ZBD_NR_LOCKS]
@@ -48,6 +51,7 @@
 struct p2z_zbd {
 	struct p2z_dev dev;
 	int fd;
+	int claim_fd;
 	char name[NAME_MAX + 1];
 	uint64_t zone_bytes;
 	pthread_mutex_t lock[P2Z_ZBD_NR_LOCKS];
@@ -96,11 +100,14 @@ static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_ring *r, bool write,
 		else
 			io_uring_prep_read(sqe, zbd->fd, buf, n, ofs);
 		ret = p2z_ring_submit(r);
-		if (ret != 1)
+		if (ret != 1) {
+			/* Not submitted: the SQE must not run later, with a
+			 * buffer the caller has reused. It goes with the ring. */
+			p2z_ring_discard(r);
 			return ret < 0 ? ret : -EIO;
-		ret = p2z_ring_wait(r, &cqe);
-		if (ret)
-			return ret;
+		}
+		/* The buffer is the kernel's until the completion. */
+		p2z_ring_reap(r, &cqe);
 		res = cqe->res;
 		io_uring_cqe_seen(&r->ring, cqe);
 		if (res < 0)
@@ -403,21 +410,27 @@ static int p2z_zbd_sysfs_read(const char *name, const char *attr, char *buf,
 	return 0;
 }
 
-/* The kernel's name of the block device behind @path, or -errno. */
+/*
+ * The kernel's name of the block device behind @path, or -errno: found
+ * by its device number (/sys/dev/block/MAJ:MIN), whatever the node is
+ * called.
+ */
 static int p2z_zbd_kname(const char *path, char *name, size_t size)
 {
-	char *real = realpath(path, NULL);
+	char link[64], *real;
 	struct stat st;
 	int ret = 0;
 
+	if (stat(path, &st))
+		return -errno;
+	if (!S_ISBLK(st.st_mode))
+		return -ENOTBLK;
+	snprintf(link, sizeof(link), "/sys/dev/block/%u:%u", major(st.st_rdev),
+		 minor(st.st_rdev));
+	real = realpath(link, NULL);
 	if (!real)
 		return -errno;
-	if (stat(real, &st))
-		ret = -errno;
-	else if (!S_ISBLK(st.st_mode))
-		ret = -ENOTBLK;
-	else
-		snprintf(name, size, "%s", strrchr(real, '/') + 1);
+	snprintf(name, size, "%s", strrchr(real, '/') + 1);
 	free(real);
 	return ret;
 }
@@ -496,8 +509,30 @@ static void p2z_zbd_close(struct p2z_dev *dev)
 	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++)
 		pthread_mutex_destroy(&zbd->lock[i]);
 	zbd_close(zbd->fd);
+	if (zbd->claim_fd >= 0)
+		close(zbd->claim_fd);
 	free(zbd->wp_lba);
 	free(zbd);
+}
+
+/*
+ * Own the device for as long as it is open: an O_EXCL open of a block
+ * device fails with EBUSY if it is mounted or claimed, and makes the
+ * kernel refuse mounts and other claims until it is closed.
+ */
+static int p2z_zbd_claim(struct p2z_zbd *zbd, const char *path)
+{
+	int ret;
+
+	zbd->claim_fd = open(path, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (zbd->claim_fd >= 0)
+		return 0;
+	ret = -errno;
+	p2z_log(LOG_ERR, "%s: %s", path,
+		ret == -EBUSY ?
+			"in use (mounted, or claimed by another program)" :
+			strerror(-ret));
+	return ret;
 }
 
 static int p2z_zbd_open(const char *path, unsigned int flags,
@@ -513,6 +548,7 @@ static int p2z_zbd_open(const char *path, unsigned int flags,
 	zbd = calloc(1, sizeof(*zbd));
 	if (!zbd)
 		return -ENOMEM;
+	zbd->claim_fd = -1;
 	ret = p2z_zbd_kname(path, zbd->name, sizeof(zbd->name));
 	if (ret) {
 		p2z_log(LOG_ERR, "%s: %s", path,
@@ -526,6 +562,12 @@ static int p2z_zbd_open(const char *path, unsigned int flags,
 		p2z_log(LOG_ERR, "%s: not a zoned block device", path);
 		ret = -EMEDIUMTYPE;
 		goto out_free;
+	}
+	/* Claimed before anything is read, unless only looked at. */
+	if (!(flags & P2Z_DEV_PEEK)) {
+		ret = p2z_zbd_claim(zbd, path);
+		if (ret)
+			goto out_free;
 	}
 	errno = 0;
 	zbd->fd = zbd_open(path, oflags | O_CLOEXEC, &zi);
@@ -556,6 +598,8 @@ static int p2z_zbd_open(const char *path, unsigned int flags,
 out_close:
 	zbd_close(zbd->fd);
 out_free:
+	if (zbd->claim_fd >= 0)
+		close(zbd->claim_fd);
 	free(zbd->wp_lba);
 	free(zbd);
 	return ret;

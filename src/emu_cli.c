@@ -385,7 +385,9 @@ static int cmd_report(int argc, char **argv)
 		return fail(EXIT_USAGE, "report needs exactly one IMAGE");
 	if (p2z_emu_check_image(argv[optind], &p, why, sizeof(why)))
 		return fail(EXIT_FAILURE, "%s: %s", argv[optind], why);
-	if (p2z_dev_open(argv[optind], "emu", P2Z_DEV_RDONLY, &dev))
+	/* A look, not a use: works while a daemon has the image. */
+	if (p2z_dev_open(argv[optind], "emu", P2Z_DEV_RDONLY | P2Z_DEV_PEEK,
+			 &dev))
 		return EXIT_FAILURE;
 	ret = p2z_geom_init(&g, dev->info.lba_bytes, dev->info.zone_lba,
 			    dev->info.nr_zones);

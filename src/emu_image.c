@@ -6,7 +6,9 @@
  *
  * Image layout (all integers little-endian):
  *   [0, 4096)             header (struct emu_hdr, CRC32C protected)
- *   [4096, ...)           zone table: one struct p2z_emu_zent per zone
+ *   [4096, ...)           zone table: one struct p2z_emu_zent per zone,
+ *                         16 bytes (write pointer and condition in one
+ *                         8-byte word, see emu_priv.h)
  *   [data_ofs, end)       zone data, zone i at data_ofs + i * zone size;
  *                         data_ofs is the table's end rounded up to 1 MiB
  * The file is sparse: unwritten zones take no space, resets punch holes.
@@ -299,13 +301,12 @@ static int emu_check_table(const struct p2z_emu_zent *zt,
 
 	for (zidx = 0; zidx < g->nr_zones; zidx++) {
 		bool cnv = zidx < g->nr_cnv;
-		uint64_t wp = le64toh(
-			__atomic_load_n(&zt[zidx].wp, __ATOMIC_ACQUIRE));
-		uint8_t cond =
-			__atomic_load_n(&zt[zidx].cond, __ATOMIC_ACQUIRE);
+		uint64_t wp;
+		uint8_t cond;
 		uint8_t fault =
 			__atomic_load_n(&zt[zidx].fault, __ATOMIC_RELAXED);
 
+		p2z_emu_zent_load(&zt[zidx], &wp, &cond);
 		if (!emu_cond_is_valid(cond, cnv))
 			return p2z_emu_why(why, len, -EUCLEAN,
 					   "zone %llu: invalid condition 0x%x",
@@ -352,10 +353,17 @@ static int emu_open_file(const char *path, int flags, char *why, size_t len)
 	return p2z_emu_why(why, len, -errno, "%s", strerror(errno));
 }
 
-/* One writer at a time: take the image's writer lock without waiting. */
-static int emu_lock(int fd, char *why, size_t len)
+/*
+ * Take the image's lock without waiting: one writer, or any number of
+ * read-only users, never both (see enum p2z_emu_lock).
+ */
+static int emu_lock(int fd, enum p2z_emu_lock lock, char *why, size_t len)
 {
-	if (!flock(fd, LOCK_EX | LOCK_NB))
+	int op = lock == P2Z_EMU_LOCK_EXCL ? LOCK_EX : LOCK_SH;
+
+	if (lock == P2Z_EMU_LOCK_NONE)
+		return 0;
+	if (!flock(fd, op | LOCK_NB))
 		return 0;
 	return errno == EWOULDBLOCK ? p2z_emu_why(why, len, -EBUSY,
 						  "in use by another process") :
@@ -363,8 +371,8 @@ static int emu_lock(int fd, char *why, size_t len)
 						  strerror(errno));
 }
 
-int p2z_emu_image_load(const char *path, bool rdonly, int *fdp,
-		       struct p2z_emu_geom *g, void **mapp, char *why,
+int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
+		       int *fdp, struct p2z_emu_geom *g, void **mapp, char *why,
 		       size_t why_len)
 {
 	void *map = NULL;
@@ -373,8 +381,7 @@ int p2z_emu_image_load(const char *path, bool rdonly, int *fdp,
 	fd = emu_open_file(path, rdonly ? O_RDONLY : O_RDWR, why, why_len);
 	if (fd < 0)
 		return fd;
-	/* Readers (report) need no lock. */
-	ret = rdonly ? 0 : emu_lock(fd, why, why_len);
+	ret = emu_lock(fd, rdonly ? lock : P2Z_EMU_LOCK_EXCL, why, why_len);
 	if (!ret)
 		ret = emu_load_hdr(fd, g, why, why_len);
 	if (!ret)
@@ -453,7 +460,7 @@ static int emu_format(int fd, const struct p2z_emu_geom *g, char *why,
 
 	ret = emu_check_regular(fd, &st, why, len);
 	if (!ret)
-		ret = emu_lock(fd, why, len);
+		ret = emu_lock(fd, P2Z_EMU_LOCK_EXCL, why, len);
 	if (ret)
 		return ret;
 	if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)g->file_bytes) < 0)
@@ -520,7 +527,8 @@ int p2z_emu_check_image(const char *path, struct p2z_emu_params *p, char *why,
 	void *map;
 	int fd, ret;
 
-	ret = p2z_emu_image_load(path, true, &fd, &g, &map, why, why_len);
+	ret = p2z_emu_image_load(path, true, P2Z_EMU_LOCK_NONE, &fd, &g, &map,
+				 why, why_len);
 	if (ret)
 		return ret;
 	if (p)

@@ -8,6 +8,7 @@
 #ifndef PO2ZFS_EMU_PRIV_H
 #define PO2ZFS_EMU_PRIV_H
 
+#include <endian.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -25,17 +26,71 @@
 	 P2Z_EMU_PENDING_ONLINE)
 #define P2Z_EMU_PENDING_ALL (P2Z_EMU_PENDING_COND | P2Z_EMU_PENDING_FAIL_IO)
 
-/* On-disk zone table entry, little-endian, 16 bytes. */
+/*
+ * On-disk zone table entry, little-endian, 16 bytes.
+ *
+ * @state holds a zone's write pointer and condition together, so that one
+ * aligned 8-byte store changes both (see p2z_emu_state_pack()): a process
+ * killed at any instant leaves the old state or the new one, never the
+ * pointer of one with the condition of the other. With bit 63 clear (as
+ * po2zfs-emu create writes it, and as older versions kept every entry)
+ * @state is the write pointer alone and @cond the condition; once a zone's
+ * state changes, @cond is no longer read.
+ */
 struct p2z_emu_zent {
-	/* LBAs of data from the zone start (<= capacity); written under the
-	 * zone lock and res_lock */
-	uint64_t wp;
-	uint8_t cond; /* enum p2z_zone_cond; written under res_lock */
+	uint64_t state; /* written under res_lock (and the zone lock) */
+	uint8_t cond; /* enum p2z_zone_cond, if @state is not packed */
 	uint8_t fault; /* P2Z_EMU_PENDING_* bits, set by other processes */
 	uint8_t saved_cond; /* cond before read-only/offline; res_lock */
 	uint8_t reserved[5];
 };
 _Static_assert(sizeof(struct p2z_emu_zent) == 16, "emu zone entry layout");
+
+/*
+ * A packed state word: bit 63 set, the condition in bits 56-62, the write
+ * pointer (LBAs from the zone start) in bits 0-55. A zone has fewer than
+ * 2^54 LBAs: an image is a file, smaller than 2^63 bytes.
+ */
+#define P2Z_EMU_STATE_PACKED (UINT64_C(1) << 63)
+#define P2Z_EMU_STATE_COND_SHIFT 56
+#define P2Z_EMU_STATE_WP_MASK ((UINT64_C(1) << P2Z_EMU_STATE_COND_SHIFT) - 1)
+
+/**
+ * p2z_emu_state_pack() - the state word of a write pointer and condition
+ * @wp: write pointer, LBAs from the zone start
+ * @cond: enum p2z_zone_cond
+ *
+ * Return: the packed word, in host order.
+ */
+static inline uint64_t p2z_emu_state_pack(uint64_t wp, uint8_t cond)
+{
+	return P2Z_EMU_STATE_PACKED |
+	       (uint64_t)(cond & 0x7f) << P2Z_EMU_STATE_COND_SHIFT |
+	       (wp & P2Z_EMU_STATE_WP_MASK);
+}
+
+/**
+ * p2z_emu_zent_load() - read a zone's write pointer and condition
+ * @z: zone table entry, possibly changing under the caller
+ * @wp: gets the write pointer, LBAs from the zone start
+ * @cond: gets the condition
+ *
+ * One load of the state word; an entry not packed yet takes its condition
+ * from the cond byte, which nothing writes any more.
+ */
+static inline void p2z_emu_zent_load(const struct p2z_emu_zent *z, uint64_t *wp,
+				     uint8_t *cond)
+{
+	uint64_t st = le64toh(__atomic_load_n(&z->state, __ATOMIC_ACQUIRE));
+
+	if (st & P2Z_EMU_STATE_PACKED) {
+		*wp = st & P2Z_EMU_STATE_WP_MASK;
+		*cond = (uint8_t)((st >> P2Z_EMU_STATE_COND_SHIFT) & 0x7f);
+	} else {
+		*wp = st;
+		*cond = __atomic_load_n(&z->cond, __ATOMIC_ACQUIRE);
+	}
+}
 
 /* Geometry and layout of an image, in host order. */
 struct p2z_emu_geom {
@@ -78,10 +133,23 @@ static inline struct p2z_emu_zent *p2z_emu_table(void *map)
 int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
+/*
+ * How an image is locked (flock(2), without waiting): every user of the
+ * device holds a lock for as long as it has the image open, read-only
+ * users a shared one, so that nothing reformats or rewrites an image under
+ * a running daemon; tools that only look take none.
+ */
+enum p2z_emu_lock {
+	P2Z_EMU_LOCK_NONE, /* read-only look (report, check) */
+	P2Z_EMU_LOCK_SHARED, /* read-only user */
+	P2Z_EMU_LOCK_EXCL, /* the one writer */
+};
+
 /**
  * p2z_emu_image_load() - open, check and map an image
  * @path: image path
- * @rdonly: open read-only; else read-write under the exclusive writer lock
+ * @rdonly: open and map read-only; else read-write
+ * @lock: the lock to take (P2Z_EMU_LOCK_EXCL if !@rdonly)
  * @fdp: receives the open file
  * @g: receives the image's geometry
  * @mapp: receives the header and zone table, mapped MAP_SHARED
@@ -93,11 +161,11 @@ int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
  * the caller owns *@fdp and *@mapp.
  *
  * Return: 0, -EINVAL (not an image), -EUCLEAN (damaged image), -EBUSY if
- * !@rdonly and another process has the image open for writing, or a system
- * call's -errno.
+ * the lock conflicts with another user's (a writer, or any user for
+ * P2Z_EMU_LOCK_EXCL), or a system call's -errno.
  */
-int p2z_emu_image_load(const char *path, bool rdonly, int *fdp,
-		       struct p2z_emu_geom *g, void **mapp, char *why,
+int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
+		       int *fdp, struct p2z_emu_geom *g, void **mapp, char *why,
 		       size_t why_len);
 
 /* dev_emu.c */

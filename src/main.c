@@ -782,8 +782,10 @@ static int p2z_run(struct p2z_main_opts *o, const char *prog)
 	ret = p2z_check_mountpoint(o);
 	if (ret)
 		return ret;
+	/* -f (fake) writes nothing: the device is opened read-only. */
 	ret = p2z_dev_open(o->device, o->backend[0] ? o->backend : NULL,
-			   o->zone.rdonly ? P2Z_DEV_RDONLY : 0, &dev);
+			   o->zone.rdonly || o->fake ? P2Z_DEV_RDONLY : 0,
+			   &dev);
 	if (ret)
 		return ret;
 	if (o->fake) {

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <unistd.h>
@@ -284,42 +285,164 @@ static int p2z_nvme_resolve_blk(const char *path, const char *name, int oflags,
 	return 0;
 }
 
-/* The kernel name behind @path, following symlinks if it exists. */
-static void p2z_nvme_kname(const char *path, char *name, size_t size)
+/*
+ * The kernel name of the device whose number is @rdev: the last component
+ * of its sysfs directory, /sys/dev/{char,block}/MAJ:MIN.
+ */
+static int p2z_nvme_rdev_name(const char *sysfs, bool blk, dev_t rdev,
+			      char *name, size_t size)
 {
-	char *real = realpath(path, NULL);
+	char link[PATH_MAX], *real;
 	const char *base;
+	int ret = 0;
 
-	base = strrchr(real ? real : path, '/');
-	base = base ? base + 1 : (real ? real : path);
-	snprintf(name, size, "%s", base);
+	if (snprintf(link, sizeof(link), "%s/dev/%s/%u:%u", sysfs,
+		     blk ? "block" : "char", major(rdev),
+		     minor(rdev)) >= (int)sizeof(link))
+		return -ENAMETOOLONG;
+	real = realpath(link, NULL);
+	if (!real)
+		return errno == ENOENT ? -ENODEV : -errno;
+	base = strrchr(real, '/');
+	base = base ? base + 1 : real;
+	if (snprintf(name, size, "%s", base) >= (int)size)
+		ret = -ENAMETOOLONG;
 	free(real);
+	return ret;
+}
+
+/*
+ * /dev/nvmeXnY with no node: the hidden disk of an npo2 namespace. Only a
+ * name in /dev itself is taken for one, never a path elsewhere.
+ */
+static int p2z_nvme_hidden_disk(const char *sysfs, const char *path, char *name,
+				size_t size)
+{
+	char dir[PATH_MAX], sysdir[PATH_MAX], *real;
+	const char *base = strrchr(path, '/');
+	bool in_dev;
+
+	if (!base || !p2z_nvme_name_is(base + 1, "nvme"))
+		return -ENOENT;
+	if (snprintf(dir, sizeof(dir), "%.*s", (int)(base - path), path) >=
+	    (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	real = realpath(dir[0] ? dir : "/", NULL);
+	in_dev = real && !strcmp(real, "/dev");
+	free(real);
+	if (!in_dev)
+		return -ENOENT;
+	if (snprintf(sysdir, sizeof(sysdir), "%s/block/%s", sysfs, base + 1) >=
+		    (int)sizeof(sysdir) ||
+	    access(sysdir, F_OK))
+		return -ENOENT;
+	if (snprintf(name, size, "%s", base + 1) >= (int)size)
+		return -ENAMETOOLONG;
+	return P2Z_NVME_NODE_DISK;
+}
+
+int p2z_nvme_path_classify(const char *sysfs, const char *path, char *name,
+			   size_t size)
+{
+	struct stat st;
+	bool blk;
+	int ret;
+
+	if (stat(path, &st))
+		return errno == ENOENT ?
+			       p2z_nvme_hidden_disk(sysfs, path, name, size) :
+			       -errno;
+	if (!S_ISCHR(st.st_mode) && !S_ISBLK(st.st_mode))
+		return -ENODEV;
+	/* The device number tells what it is, whatever the node's name. */
+	blk = S_ISBLK(st.st_mode);
+	ret = p2z_nvme_rdev_name(sysfs, blk, st.st_rdev, name, size);
+	if (ret)
+		return ret;
+	if (!p2z_nvme_name_is(name, blk ? "nvme" : "ng"))
+		return -ENODEV;
+	return blk ? P2Z_NVME_NODE_DISK : P2Z_NVME_NODE_NG;
 }
 
 int p2z_nvme_path_probe(const char *path)
 {
-	char name[NAME_MAX + 1], sysdir[PATH_MAX];
-	struct stat st;
+	char name[NAME_MAX + 1];
 
-	p2z_nvme_kname(path, name, sizeof(name));
-	if (p2z_nvme_name_is(name, "ng"))
-		return !stat(path, &st) && S_ISCHR(st.st_mode);
-	if (!p2z_nvme_name_is(name, "nvme"))
-		return 0;
-	if (!stat(path, &st))
-		return S_ISBLK(st.st_mode);
-	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s", name);
-	return !access(sysdir, F_OK);
+	return p2z_nvme_path_classify("/sys", path, name, sizeof(name)) > 0;
 }
 
 int p2z_nvme_path_open(const char *path, int oflags, struct p2z_nvme_path *np)
 {
 	char name[NAME_MAX + 1];
+	int ret;
 
-	p2z_nvme_kname(path, name, sizeof(name));
-	if (p2z_nvme_name_is(name, "nvme"))
+	np->claim_fd = -1;
+
+	ret = p2z_nvme_path_classify("/sys", path, name, sizeof(name));
+	if (ret == -ENODEV || ret == -ENOENT) {
+		p2z_log(LOG_ERR, "%s: %s", path,
+			ret == -ENOENT ?
+				"no such device" :
+				"not an NVMe namespace (a /dev/ngXnY or /dev/nvmeXnY device)");
+		return ret;
+	}
+	if (ret < 0) {
+		p2z_log(LOG_ERR, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	if (ret == P2Z_NVME_NODE_DISK)
 		return p2z_nvme_resolve_blk(path, name, oflags, np);
 	return p2z_nvme_resolve_ng(path, oflags, np);
+}
+
+/* The disk's node in /dev, if it has one that is that disk: -1 if not. */
+static int p2z_nvme_open_disk_excl(const struct p2z_nvme_path *np, int *fdp)
+{
+	char node[PATH_MAX], sysdir[PATH_MAX], buf[32];
+	unsigned int maj, min;
+	struct stat st;
+
+	*fdp = -1;
+	snprintf(node, sizeof(node), "/dev/%s", np->disk);
+	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s/dev", np->disk);
+	if (!np->disk[0] || stat(node, &st) || !S_ISBLK(st.st_mode) ||
+	    p2z_nvme_sysfs_read(sysdir, buf, sizeof(buf)) ||
+	    sscanf(buf, "%u:%u", &maj, &min) != 2 ||
+	    st.st_rdev != makedev(maj, min))
+		return 0;
+	*fdp = open(node, O_RDONLY | O_EXCL | O_CLOEXEC);
+	return *fdp < 0 ? -errno : 0;
+}
+
+int p2z_nvme_path_claim(struct p2z_nvme_path *np)
+{
+	int ret;
+
+	if (flock(np->fd, LOCK_EX | LOCK_NB)) {
+		ret = -errno;
+		p2z_log(LOG_ERR, "%s: %s", np->ng,
+			ret == -EWOULDBLOCK ? "in use by another po2zfs" :
+					      strerror(-ret));
+		return ret == -EWOULDBLOCK ? -EBUSY : ret;
+	}
+	ret = p2z_nvme_open_disk_excl(np, &np->claim_fd);
+	if (ret) {
+		p2z_log(LOG_ERR, "/dev/%s: %s", np->disk,
+			ret == -EBUSY ?
+				"in use (mounted, or claimed by another program)" :
+				strerror(-ret));
+		flock(np->fd, LOCK_UN);
+	}
+	return ret;
+}
+
+void p2z_nvme_path_close(struct p2z_nvme_path *np)
+{
+	if (np->claim_fd >= 0)
+		close(np->claim_fd);
+	np->claim_fd = -1;
+	close(np->fd);
+	np->fd = -1;
 }
 
 /*

@@ -3,8 +3,10 @@
  * A ring per calling thread; see uring.h.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "po2zfs/log.h"
 #include "uring.h"
@@ -126,12 +128,26 @@ int p2z_ring_submit(struct p2z_ring *r)
 	return ret;
 }
 
-int p2z_ring_wait(struct p2z_ring *r, struct io_uring_cqe **cqe)
+void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe)
 {
+	/* 1 ms: the system call also runs the task work completing it. */
+	const struct timespec pause = { .tv_nsec = 1000000 };
+	bool told = false;
 	int ret;
 
-	do {
+	for (;;) {
+		/* Looks at the completion queue before entering the kernel. */
 		ret = io_uring_wait_cqe(&r->ring, cqe);
-	} while (ret == -EINTR);
-	return ret;
+		if (!ret)
+			return;
+		if (ret == -EINTR)
+			continue;
+		if (!told)
+			p2z_log(LOG_ERR,
+				"%s: io_uring wait: %s; polling for the "
+				"completion of a command in flight",
+				r->rs->name, strerror(-ret));
+		told = true;
+		nanosleep(&pause, NULL);
+	}
 }

@@ -82,7 +82,9 @@ int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp);
 /**
  * p2z_ring_discard() - drop the calling thread's ring after an io_uring
  * failure that left it in an unknown state; the next call makes a new one
- * @r: the calling thread's ring
+ * @r: the calling thread's ring, with no command in flight: every command
+ *     submitted must have been reaped (p2z_ring_reap()); SQEs never
+ *     submitted are dropped with the ring, never run
  */
 void p2z_ring_discard(struct p2z_ring *r);
 
@@ -95,12 +97,18 @@ void p2z_ring_discard(struct p2z_ring *r);
 int p2z_ring_submit(struct p2z_ring *r);
 
 /**
- * p2z_ring_wait() - io_uring_wait_cqe(), again on EINTR
- * @r: ring
+ * p2z_ring_reap() - wait for the completion of a command in flight
+ * @r: ring with at least one submitted command not yet reaped
  * @cqe: gets the completion; the caller marks it seen
  *
- * Return: 0 or -errno.
+ * Never gives up: until its completion arrives, the kernel may still read
+ * or write the command's buffer, which the caller must not reuse before.
+ * If io_uring_enter() fails (it should not: the completion queue has room
+ * for every command in flight), says so once and polls the completion
+ * queue, which the kernel fills whatever the system call returns. Devices
+ * complete or abort every command (NVMe: the controller's timeout and
+ * reset), so this returns.
  */
-int p2z_ring_wait(struct p2z_ring *r, struct io_uring_cqe **cqe);
+void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe);
 
 #endif

@@ -98,6 +98,12 @@ struct p2z_dev_info {
 
 /* p2z_dev_open() flags */
 #define P2Z_DEV_RDONLY (1U << 0)
+/*
+ * With P2Z_DEV_RDONLY: a look at the device by a tool (po2zfs-emu report),
+ * not a user of it: no claim, no lock, so it works while a daemon owns
+ * the device. Every other open claims the device for as long as it is open.
+ */
+#define P2Z_DEV_PEEK (1U << 1)
 
 struct p2z_dev;
 

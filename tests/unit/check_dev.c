@@ -3,15 +3,23 @@
  * Unit tests of the device dispatcher (dev.c) over a scripted fake backend:
  * how reads, writes and appends are cut at the device's limits (and when a
  * backend takes a whole read itself), what a failing piece makes of the
- * result, and backend selection by path and by name.
+ * result, and backend selection by path and by name. With the nvme
+ * backend: what an NVMe device path names (a path is what it names).
  */
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "po2zfs/dev.h"
+#ifdef P2Z_HAVE_NVME
+#include "po2zfs/nvme_path.h"
+#endif
 
 #define LBA 512U
 #define XFER (8U * LBA)
@@ -278,6 +286,153 @@ START_TEST(test_open_selection_errors)
 }
 END_TEST
 
+#ifdef P2Z_HAVE_NVME
+/* ---- nvme_path.c: a path is what it names */
+
+static char tdir[PATH_MAX];
+static char tsys[PATH_MAX + 8];
+
+static void tpath(char *buf, size_t size, const char *rel)
+{
+	ck_assert_int_lt(snprintf(buf, size, "%s/%s", tdir, rel), (int)size);
+}
+
+static void tmkdir(const char *rel)
+{
+	char p[PATH_MAX + 64];
+
+	tpath(p, sizeof(p), rel);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+}
+
+static void tsymlink(const char *target, const char *rel)
+{
+	char p[PATH_MAX + 64];
+
+	tpath(p, sizeof(p), rel);
+	ck_assert_int_eq(symlink(target, p), 0);
+}
+
+static void tcreate(const char *rel)
+{
+	char p[PATH_MAX + 64];
+	int fd;
+
+	tpath(p, sizeof(p), rel);
+	fd = open(p, O_CREAT | O_WRONLY | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+}
+
+/*
+ * A sysfs tree of our own: a hidden disk nvme99n7 and nvme0n1 in
+ * block/, and the device numbers of /dev/null (1:3) and /dev/zero (1:5)
+ * leading to an NVMe generic device ng0n1 and to "zero".
+ */
+static void path_setup(void)
+{
+	const char *t = getenv("TMPDIR");
+
+	snprintf(tdir, sizeof(tdir), "%s/check_dev.XXXXXX",
+		 t && *t ? t : "/tmp");
+	ck_assert_ptr_nonnull(mkdtemp(tdir));
+	snprintf(tsys, sizeof(tsys), "%s/sys", tdir);
+	tmkdir("sys");
+	tmkdir("sys/block");
+	tmkdir("sys/block/nvme0n1");
+	tmkdir("sys/block/nvme99n7");
+	tmkdir("sys/devices");
+	tmkdir("sys/devices/nvme0");
+	tmkdir("sys/devices/nvme0/ng0n1");
+	tmkdir("sys/devices/mem");
+	tmkdir("sys/devices/mem/zero");
+	tmkdir("sys/dev");
+	tmkdir("sys/dev/char");
+	tsymlink("../../devices/nvme0/ng0n1", "sys/dev/char/1:3");
+	tsymlink("../../devices/mem/zero", "sys/dev/char/1:5");
+	/* Files named like the host's NVMe devices, and links to them. */
+	tmkdir("imgs");
+	tmkdir("links");
+	tmkdir("imgs/nvme1n1");
+	tcreate("imgs/nvme0n1");
+	tcreate("imgs/ng0n1");
+	tsymlink("../imgs/nvme0n1", "links/nvme0n1");
+	tsymlink("/dev/null", "links/ng9n9");
+}
+
+static void path_teardown(void)
+{
+	char cmd[PATH_MAX + 16];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", tdir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static const struct {
+	const char *path; /* relative to the test directory, or absolute */
+	int ret;
+	const char *name;
+} classify_cases[] = {
+	/* Regular files, a directory, links to them: never a namespace,
+	 * whatever their names and whatever sysfs has under those names. */
+	{ "imgs/nvme0n1", -ENODEV, NULL },
+	{ "imgs/ng0n1", -ENODEV, NULL },
+	{ "imgs/nvme1n1", -ENODEV, NULL },
+	{ "links/nvme0n1", -ENODEV, NULL },
+	/* A missing file elsewhere is missing, not the hidden nvme0n1. */
+	{ "imgs/nvme99n7", -ENOENT, NULL },
+	{ "nosuchdir/nvme0n1", -ENOENT, NULL },
+	/* /dev/nvmeXnY without a node: the hidden disk, if sysfs has it. */
+	{ "/dev/nvme99n7", P2Z_NVME_NODE_DISK, "nvme99n7" },
+	{ "/dev/../dev/nvme99n7", P2Z_NVME_NODE_DISK, "nvme99n7" },
+	{ "/dev/nvme98n7", -ENOENT, NULL },
+	/* Device nodes: their number decides, not their name. */
+	{ "/dev/null", P2Z_NVME_NODE_NG, "ng0n1" },
+	{ "links/ng9n9", P2Z_NVME_NODE_NG, "ng0n1" },
+	{ "/dev/zero", -ENODEV, NULL },
+};
+
+START_TEST(test_nvme_path_classify)
+{
+	char path[PATH_MAX + 64], name[NAME_MAX + 1] = "";
+	const char *p = classify_cases[_i].path;
+	struct stat st;
+	int ret;
+
+	if (!strcmp(p, "/dev/nvme99n7") && !stat(p, &st)) {
+		fprintf(stderr,
+			"check_dev: /dev/nvme99n7 exists: case skipped\n");
+		return;
+	}
+	if (p[0] == '/')
+		snprintf(path, sizeof(path), "%s", p);
+	else
+		tpath(path, sizeof(path), p);
+	ret = p2z_nvme_path_classify(tsys, path, name, sizeof(name));
+	ck_assert_msg(ret == classify_cases[_i].ret, "%s: %d, expected %d", p,
+		      ret, classify_cases[_i].ret);
+	if (classify_cases[_i].name)
+		ck_assert_str_eq(name, classify_cases[_i].name);
+}
+END_TEST
+
+/* With the real sysfs: /dev/null is no NVMe device, nor a file. */
+START_TEST(test_nvme_path_real_sysfs)
+{
+	char path[PATH_MAX + 64], name[NAME_MAX + 1];
+
+	ck_assert_int_eq(p2z_nvme_path_classify("/sys", "/dev/null", name,
+						sizeof(name)),
+			 -ENODEV);
+	ck_assert_int_eq(p2z_nvme_path_probe("/dev/null"), 0);
+	tpath(path, sizeof(path), "imgs/nvme0n1");
+	ck_assert_int_eq(p2z_nvme_path_probe(path), 0);
+	tpath(path, sizeof(path), "imgs/ng0n1");
+	ck_assert_int_eq(p2z_nvme_path_probe(path), 0);
+}
+END_TEST
+#endif
+
 static Suite *dev_suite(void)
 {
 	Suite *s = suite_create("dev");
@@ -291,6 +446,14 @@ static Suite *dev_suite(void)
 	tcase_add_test(tc, test_zone_range_checks);
 	tcase_add_test(tc, test_open_selection_errors);
 	suite_add_tcase(s, tc);
+#ifdef P2Z_HAVE_NVME
+	tc = tcase_create("nvme_path");
+	tcase_add_checked_fixture(tc, path_setup, path_teardown);
+	tcase_add_loop_test(tc, test_nvme_path_classify, 0,
+			    sizeof(classify_cases) / sizeof(classify_cases[0]));
+	tcase_add_test(tc, test_nvme_path_real_sysfs);
+	suite_add_tcase(s, tc);
+#endif
 	return s;
 }
 

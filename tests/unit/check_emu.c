@@ -17,6 +17,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/wait.h>
@@ -1060,9 +1061,12 @@ START_TEST(test_open_exclusive)
 
 	ck_assert_int_eq(p2z_dev_open(img, "emu", 0, &other), -EBUSY);
 	ck_assert_int_eq(p2z_emu_create(img, &p, true), -EBUSY);
-	/* Readers see the live state. */
+	/* A read-only user is a user too: not beside the writer. */
+	ck_assert_int_eq(p2z_dev_open(img, "emu", P2Z_DEV_RDONLY, &other),
+			 -EBUSY);
+	/* Lookers (report) see the live state. */
 	ck_assert_int_eq(wr(dev, 0, 0, 1, 1), (ssize_t)LBA);
-	other = opendev(P2Z_DEV_RDONLY);
+	other = opendev(P2Z_DEV_RDONLY | P2Z_DEV_PEEK);
 	ck_assert_uint_eq(zcond(other, 0), P2Z_ZONE_COND_IMP_OPEN);
 	ck_assert_uint_eq(zwp(other, 0), 1);
 	expect_data(other, 0, 0, 1, 1);
@@ -1075,6 +1079,19 @@ START_TEST(test_open_exclusive)
 	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL), -EBADF);
 	ck_assert_int_eq(p2z_dev_flush(other), 0);
 	p2z_dev_close(other);
+	p2z_dev_close(dev);
+	/*
+	 * Read-only users share the image with each other, never with a
+	 * writer, and nothing reformats it under them (a daemon would die
+	 * of SIGBUS on its zone table).
+	 */
+	dev = opendev(P2Z_DEV_RDONLY);
+	other = opendev(P2Z_DEV_RDONLY);
+	ck_assert_int_eq(p2z_emu_create(img, &p, true), -EBUSY);
+	p2z_dev_close(other);
+	ck_assert_int_eq(p2z_dev_open(img, "emu", 0, &other), -EBUSY);
+	ck_assert_int_eq(p2z_emu_create(img, &p, true), -EBUSY);
+	expect_data(dev, 0, 1, 1, 2);
 	p2z_dev_close(dev);
 	dev = opendev(0);
 	p2z_dev_close(dev);
@@ -1529,6 +1546,212 @@ START_TEST(test_crash_consistency)
 END_TEST
 
 /*
+ * A zone's state changes in one step. A child runs one zone operation
+ * under ptrace, one instruction at a time; after each instruction the
+ * parent reads the zone's table entry from the file (the page cache the
+ * child's mapping shares), which is exactly what a SIGKILL at that
+ * instant would leave. Every state seen must be the one before the
+ * operation or the one after it (or, for a write, the zone opened): never
+ * a reset zone still full (reading zeros), never a zone written to
+ * capacity but not full.
+ */
+enum { A_FILL, A_RESET_FULL, A_RESET_OPEN, A_FINISH, A_NR };
+
+static const char *const atomic_names[] = { "fill", "reset full", "reset open",
+					    "finish" };
+
+struct zstate {
+	uint64_t wp;
+	uint8_t cond;
+};
+
+/* The raw state of zone @zidx in the image, as a crash would leave it. */
+static struct zstate raw_state(uint64_t zidx)
+{
+	uint8_t e[ZENT_BYTES];
+	struct zstate z;
+	uint64_t w = 0;
+	int i;
+
+	raw_pread(e, sizeof(e), TABLE_OFS + zidx * ZENT_BYTES);
+	for (i = 7; i >= 0; i--)
+		w = w << 8 | e[i];
+	/* Bit 63: packed (condition in bits 56-62); else the cond byte. */
+	if (w >> 63) {
+		z.wp = w & ((1ULL << 56) - 1);
+		z.cond = (uint8_t)(w >> 56 & 0x7f);
+	} else {
+		z.wp = w;
+		z.cond = e[8];
+	}
+	return z;
+}
+
+static void atomic_child(int op)
+{
+	static char buf[LBA];
+	struct p2z_dev *dev;
+	uint64_t lba;
+	bool ok;
+
+	if (ptrace(PTRACE_TRACEME, 0, NULL, NULL))
+		_exit(10);
+	if (p2z_dev_open(img, "emu", 0, &dev))
+		_exit(2);
+	fill(buf, 1, 7, 0);
+	raise(SIGSTOP); /* the parent steps from here */
+	if (op == A_FILL)
+		ok = p2z_dev_append(dev, 1, buf, LBA, &lba) == (ssize_t)LBA;
+	else
+		ok = !p2z_dev_zone_mgmt(dev, 1,
+					op == A_FINISH ? P2Z_ZONE_OP_FINISH :
+							 P2Z_ZONE_OP_RESET);
+	raise(SIGSTOP); /* to here */
+	_exit(ok ? 0 : 3);
+}
+
+static bool zstate_eq(struct zstate a, struct zstate b)
+{
+	return a.wp == b.wp && a.cond == b.cond;
+}
+
+START_TEST(test_state_change_atomic)
+{
+	static const struct zstate want[] = {
+		[A_FILL] = { CAP_LBA, P2Z_ZONE_COND_FULL },
+		[A_RESET_FULL] = { 0, P2Z_ZONE_COND_EMPTY },
+		[A_RESET_OPEN] = { 0, P2Z_ZONE_COND_EMPTY },
+		[A_FINISH] = { 3, P2Z_ZONE_COND_FULL },
+	};
+	/* A write first opens the closed zone, as a drive does. */
+	const struct zstate opened = { CAP_LBA - 1, P2Z_ZONE_COND_IMP_OPEN };
+	struct zstate before, after, seen[8];
+	unsigned int nseen = 0, k;
+	uint64_t steps = 0;
+	struct p2z_dev *dev;
+	int status, sig = 0;
+	pid_t pid;
+
+	if (short_run()) {
+		/* Single-stepping valgrind's translation takes hours. */
+		fprintf(stderr,
+			"test_state_change_atomic: SKIPPED under P2Z_SHORT\n");
+		return;
+	}
+	dev = mkdev();
+	/* Zone 1 one block short of full, full, or holding 3 blocks. */
+	if (_i == A_FILL || _i == A_RESET_FULL)
+		ck_assert_int_eq(wr(dev, 1, 0, CAP_LBA - 1, 1),
+				 (ssize_t)((CAP_LBA - 1) * LBA));
+	else
+		ck_assert_int_eq(wr(dev, 1, 0, 3, 1), (ssize_t)(3 * LBA));
+	if (_i == A_RESET_FULL)
+		ck_assert_int_eq(wr(dev, 1, CAP_LBA - 1, 1, 2), (ssize_t)LBA);
+	p2z_dev_close(dev);
+
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (!pid)
+		atomic_child(_i);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 10) {
+		fprintf(stderr, "test_state_change_atomic: SKIPPED: ptrace "
+				"not permitted here\n");
+		return;
+	}
+	ck_assert_msg(WIFSTOPPED(status) && WSTOPSIG(status) == SIGSTOP,
+		      "child did not stop (status 0x%x)", status);
+	before = raw_state(1);
+	for (;;) {
+		ck_assert_int_eq(ptrace(PTRACE_SINGLESTEP, pid, NULL,
+					(void *)(long)sig),
+				 0);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFSTOPPED(status), "child ended (status 0x%x)",
+			      status);
+		if (WSTOPSIG(status) == SIGSTOP)
+			break;
+		sig = WSTOPSIG(status) == SIGTRAP ? 0 : WSTOPSIG(status);
+		ck_assert_uint_lt(++steps, 20000000);
+		seen[nseen] = raw_state(1);
+		for (k = 0; k < nseen; k++)
+			if (zstate_eq(seen[k], seen[nseen]))
+				break;
+		if (k == nseen && nseen < 7)
+			nseen++;
+	}
+	after = raw_state(1);
+	ck_assert_int_eq(ptrace(PTRACE_CONT, pid, NULL, NULL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && !WEXITSTATUS(status),
+		      "%s: operation failed (status 0x%x)", atomic_names[_i],
+		      status);
+	ck_assert_msg(zstate_eq(after, want[_i]),
+		      "%s: ends at wp %llu cond 0x%x", atomic_names[_i],
+		      (unsigned long long)after.wp, after.cond);
+	for (k = 0; k < nseen; k++)
+		ck_assert_msg(zstate_eq(seen[k], before) ||
+				      zstate_eq(seen[k], after) ||
+				      (_i == A_FILL &&
+				       zstate_eq(seen[k], opened)),
+			      "%s: a kill after one of %llu instructions "
+			      "leaves wp %llu cond 0x%x (before: %llu 0x%x, "
+			      "after: %llu 0x%x)",
+			      atomic_names[_i], (unsigned long long)steps,
+			      (unsigned long long)seen[k].wp, seen[k].cond,
+			      (unsigned long long)before.wp, before.cond,
+			      (unsigned long long)after.wp, after.cond);
+}
+END_TEST
+
+/*
+ * An image from a version that stored the write pointer and the condition
+ * apart, killed between the two while filling zone 1: closed at capacity.
+ * Such a zone is full (it held an active slot forever before), and opening
+ * the image for writing stores the repair.
+ */
+START_TEST(test_old_image_full_at_capacity)
+{
+	struct p2z_emu_params p = defparams();
+	struct p2z_dev *dev;
+	struct zstate z;
+
+	p.max_active = 1;
+	p.max_open = 1;
+	dev = mkdev_p(&p);
+	ck_assert_int_eq(wr(dev, 1, 0, CAP_LBA - 1, 1),
+			 (ssize_t)((CAP_LBA - 1) * LBA));
+	p2z_dev_close(dev);
+	/* The old layout: pointer word alone, condition in its own byte. */
+	patch_zent(1, 0, CAP_LBA, 8);
+	patch_zent(1, 8, P2Z_ZONE_COND_CLOSED, 1);
+
+	dev = opendev(P2Z_DEV_RDONLY);
+	ck_assert_uint_eq(zcond(dev, 1), P2Z_ZONE_COND_FULL);
+	ck_assert_uint_eq(zwp(dev, 1), CAP_LBA);
+	p2z_dev_close(dev);
+	z = raw_state(1);
+	ck_assert_uint_eq(z.cond, P2Z_ZONE_COND_CLOSED); /* ro wrote nothing */
+
+	dev = opendev(0);
+	z = raw_state(1);
+	ck_assert_uint_eq(z.cond, P2Z_ZONE_COND_FULL);
+	ck_assert_uint_eq(z.wp, CAP_LBA);
+	ck_assert_uint_eq(zcond(dev, 1), P2Z_ZONE_COND_FULL);
+	/* Finish (truncate to capacity) is a full zone's no-op, and the
+	 * zone holds no active slot: another zone opens. */
+	ck_assert_int_eq(mgmt(dev, 1, P2Z_ZONE_OP_FINISH), 0);
+	ck_assert_uint_eq(zcond(dev, 1), P2Z_ZONE_COND_FULL);
+	ck_assert_int_eq(wr(dev, 2, 0, 1, 3), (ssize_t)LBA);
+	ck_assert_uint_eq(zcond(dev, 2), P2Z_ZONE_COND_IMP_OPEN);
+	expect_data(dev, 1, 0, CAP_LBA - 1, 1);
+	ck_assert_int_eq(mgmt(dev, 1, P2Z_ZONE_OP_RESET), 0);
+	ck_assert_uint_eq(zcond(dev, 1), P2Z_ZONE_COND_EMPTY);
+	p2z_dev_close(dev);
+}
+END_TEST
+
+/*
  * The same invariant seen live: another handle on the image (its own
  * mapping of the zone table, as another process has) never finds the
  * write pointer ahead of the data, at any instant of a stream of appends.
@@ -1582,7 +1805,7 @@ START_TEST(test_wp_never_ahead_of_data)
 	p.nr_zones = 1;
 	p.max_append_bytes = CRASH_NLB * LBA;
 	dev = mkdev_p(&p);
-	o.dev = opendev(P2Z_DEV_RDONLY);
+	o.dev = opendev(P2Z_DEV_RDONLY | P2Z_DEV_PEEK);
 	for (b = 0; b < CRASH_NLB; b++)
 		fill(buf + b * LBA, 1, 0, 0);
 	ck_assert_int_eq(pthread_create(&th, NULL, wp_observe, &o), 0);
@@ -2111,6 +2334,8 @@ static Suite *emu_suite(void)
 	tcase_add_test(tc, test_persistence);
 	tcase_add_test(tc, test_crash_consistency);
 	tcase_add_test(tc, test_wp_never_ahead_of_data);
+	tcase_add_loop_test(tc, test_state_change_atomic, 0, A_NR);
+	tcase_add_test(tc, test_old_image_full_at_capacity);
 
 	tc = tcase(s, "fault");
 	tcase_add_test(tc, test_set_fault_other_process);

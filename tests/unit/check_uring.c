@@ -2,8 +2,12 @@
 /*
  * Unit tests of the per-thread ring registry (uring.c) that the nvme and
  * zbd backends share: one ring per thread, its buffer, rings freed when
- * their thread exits, discard, destroy. Leaks show under valgrind.
+ * their thread exits, discard, destroy, and that a command in flight is
+ * always reaped, even when waiting for it fails. Leaks show under valgrind.
  * Exits 77 when this kernel has no usable io_uring.
+ *
+ * Linked with -Wl,--wrap=__io_uring_get_cqe (tests/CMakeLists.txt): the
+ * system call behind io_uring_wait_cqe() can be made to fail on demand.
  */
 #include <check.h>
 #include <errno.h>
@@ -12,8 +16,46 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "uring.h"
+
+/*
+ * Scripted failures of the wait: the next wait_fail calls of
+ * __io_uring_get_cqe() fail with -EIO without entering the kernel; the
+ * last of them first writes wake_len bytes to wake_fd, as a device
+ * completing the command late would. Single-threaded use only.
+ */
+static int wait_fail;
+static int wait_calls;
+static int wake_fd = -1;
+static size_t wake_len;
+static const char wake_data[] = "completed after the wait failed";
+
+int __real___io_uring_get_cqe(struct io_uring *ring,
+			      struct io_uring_cqe **cqe_ptr,
+			      unsigned int submit, unsigned int wait_nr,
+			      sigset_t *sigmask);
+int __wrap___io_uring_get_cqe(struct io_uring *ring,
+			      struct io_uring_cqe **cqe_ptr,
+			      unsigned int submit, unsigned int wait_nr,
+			      sigset_t *sigmask);
+
+int __wrap___io_uring_get_cqe(struct io_uring *ring,
+			      struct io_uring_cqe **cqe_ptr,
+			      unsigned int submit, unsigned int wait_nr,
+			      sigset_t *sigmask)
+{
+	wait_calls++;
+	if (wait_fail > 0) {
+		if (!--wait_fail && wake_fd >= 0)
+			ck_assert_int_eq(write(wake_fd, wake_data, wake_len),
+					 (ssize_t)wake_len);
+		return -EIO;
+	}
+	return __real___io_uring_get_cqe(ring, cqe_ptr, submit, wait_nr,
+					 sigmask);
+}
 
 static unsigned int nr_rings(struct p2z_rings *rs)
 {
@@ -37,7 +79,7 @@ static void nop_round_trip(struct p2z_ring *r, uint64_t tag)
 	io_uring_prep_nop(sqe);
 	io_uring_sqe_set_data64(sqe, tag);
 	ck_assert_int_eq(p2z_ring_submit(r), 1);
-	ck_assert_int_eq(p2z_ring_wait(r, &cqe), 0);
+	p2z_ring_reap(r, &cqe);
 	ck_assert_int_eq(cqe->res, 0);
 	ck_assert_uint_eq(io_uring_cqe_get_data64(cqe), tag);
 	io_uring_cqe_seen(&r->ring, cqe);
@@ -170,6 +212,53 @@ START_TEST(test_setup_failure_is_reported)
 }
 END_TEST
 
+/*
+ * A read in flight when waiting for it fails: the buffer is the kernel's
+ * until the completion, so the wait goes on and returns that completion,
+ * with the data in the buffer, never an error that would let the caller
+ * reuse (or a backend discard the ring under) a buffer still being written.
+ */
+START_TEST(test_reap_survives_wait_failures)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	struct p2z_rings rs;
+	struct p2z_ring *r;
+	char buf[64];
+	int fds[2];
+
+	ck_assert_int_eq(pipe(fds), 0);
+	ck_assert_int_eq(p2z_rings_init(&rs, 4, 0, 0, "test"), 0);
+	ck_assert_int_eq(p2z_ring_get(&rs, &r), 0);
+	memset(buf, 0, sizeof(buf));
+	sqe = io_uring_get_sqe(&r->ring);
+	ck_assert_ptr_nonnull(sqe);
+	/* Nothing to read yet: the read stays in flight. */
+	io_uring_prep_read(sqe, fds[0], buf, sizeof(buf), 0);
+	io_uring_sqe_set_data64(sqe, 42);
+	ck_assert_int_eq(p2z_ring_submit(r), 1);
+	wake_len = sizeof(wake_data);
+	wake_fd = fds[1];
+	wait_calls = 0;
+	wait_fail = 3;
+	cqe = NULL;
+	p2z_ring_reap(r, &cqe);
+	wake_fd = -1;
+	ck_assert_msg(cqe, "gave up on a read in flight");
+	ck_assert_int_eq(wait_fail, 0);
+	ck_assert_int_ge(wait_calls, 3);
+	ck_assert_uint_eq(io_uring_cqe_get_data64(cqe), 42);
+	ck_assert_int_eq(cqe->res, (int)sizeof(wake_data));
+	io_uring_cqe_seen(&r->ring, cqe);
+	ck_assert_str_eq(buf, wake_data);
+	/* The ring goes on working. */
+	nop_round_trip(r, 43);
+	p2z_rings_destroy(&rs);
+	close(fds[0]);
+	close(fds[1]);
+}
+END_TEST
+
 static Suite *uring_suite(void)
 {
 	Suite *s = suite_create("uring");
@@ -180,6 +269,7 @@ static Suite *uring_suite(void)
 	tcase_add_test(tc, test_discard_makes_a_new_ring);
 	tcase_add_test(tc, test_big_sqe_cqe_rings);
 	tcase_add_test(tc, test_setup_failure_is_reported);
+	tcase_add_test(tc, test_reap_survives_wait_failures);
 	suite_add_tcase(s, tc);
 	return s;
 }

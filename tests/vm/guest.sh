@@ -203,6 +203,43 @@ test_func() { # config path backend tests
 	done
 }
 
+# Ownership: while po2zfs has a namespace, a second po2zfs on it fails
+# with a one-line "in use" (EBUSY), by its generic device (flock) or its
+# block device (O_EXCL, also what a zonefs mount takes), and the first
+# mount serves on. With a hidden disk (npo2) the lock on the generic device
+# is all there is; its block name resolves to the same generic device.
+test_owner() { # config ng disk
+	local cfg=$1 ng=$2 disk=$3 mnt=$W/mnt m2=$W/mnt2 why='' h t out r
+	local holders=("$ng nvme")
+
+	[ -b "/dev/$disk" ] && holders+=("/dev/$disk zbd")
+	mkdir -p "$mnt" "$m2"
+	for h in "${holders[@]}"; do
+		# shellcheck disable=SC2086 # DEV BACKEND
+		set -- $h
+		if ! start_daemon "$1" "$mnt" 200 -o backend="$2"; then
+			why="$why mount($1: $(tail -n 1 "$W/daemon.log"))"
+			continue
+		fi
+		# DEV -o OPTS: a rw mount by either name, a ro one, libzbd's
+		for t in "$ng -o backend=nvme" "/dev/$disk -o ro" \
+			${holders[1]:+"/dev/$disk -o backend=zbd"}; do
+			# shellcheck disable=SC2086 # -o OPTS
+			out=$(timeout 20 po2zfs "${t%% *}" "$m2" -f \
+				${t#* } 2>&1 </dev/null)
+			r=$?
+			mountpoint -q "$m2" && umount -l "$m2"
+			[ $r = 0 ] || [ $r = 124 ] && why="$why second($t)"
+			[[ $out == *"in use"* ]] || why="$why message($t: $out)"
+		done
+		[ "$(xa user.dev.backend "$mnt")" = "$2" ] || why="$why serving($1)"
+		umount "$mnt" || why="$why umount($1)"
+		wait $PID || why="$why daemon-exit($1)"
+	done
+	[ -z "$why" ] && result "$cfg" ownership PASS ||
+		result "$cfg" ownership FAIL "${why# }"
+}
+
 run_config() { # config path backend nsid zone cap full|quick
 	local cfg=$1 ng=${NG[$4]:-} tests
 
@@ -226,6 +263,7 @@ run_config() { # config path backend nsid zone cap full|quick
 		tests=$QUICK
 	fi
 	test_func "$cfg" "$2" "$3" "$tests"
+	[ "$3" = nvme ] && test_owner "$cfg" "$ng" "${DISK[$4]:-none}"
 }
 
 # A zoned null_blk: 16 MiB zones of 12 MiB capacity, the first two

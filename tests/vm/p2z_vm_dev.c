@@ -343,7 +343,13 @@ static void test_rdonly(struct vm_test *t, const char *path,
 	uint64_t lba;
 	int ret;
 
+	/* The device is owned by the open of main(): a user is refused. */
 	ret = p2z_dev_open(path, backend, P2Z_DEV_RDONLY, &dev);
+	CHECK(t, ret == -EBUSY, "second open, read-only: EBUSY (got %d)", ret);
+	if (!ret)
+		p2z_dev_close(dev);
+	/* A look (no claim) beside it: still no writes. */
+	ret = p2z_dev_open(path, backend, P2Z_DEV_RDONLY | P2Z_DEV_PEEK, &dev);
 	CHECK(t, !ret, "open read-only (got %d)", ret);
 	if (ret)
 		return;
