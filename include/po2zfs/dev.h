@@ -96,6 +96,12 @@ struct p2z_dev_info {
 
 /* p2z_dev_open() flags */
 #define P2Z_DEV_RDONLY (1U << 0)
+/*
+ * Bypass the host's page cache where the backend has one: the emu backend
+ * opens its image's data with O_DIRECT. The other backends always do direct
+ * I/O and ignore it.
+ */
+#define P2Z_DEV_DIRECT (1U << 1)
 
 struct p2z_dev;
 
