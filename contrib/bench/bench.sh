@@ -153,6 +153,7 @@ check_env()
 		DD_CONV=notrunc,fsync
 		FL=--flush
 	fi
+	CLK_TCK=$(getconf CLK_TCK)
 	[ -d "$DIR" ] || die "P2Z_BENCH_DIR: $DIR is not a directory"
 	[ -w /dev/fuse ] || die "no write access to /dev/fuse: run as root"
 	command -v fusermount3 >/dev/null || die "fusermount3 not found (Debian: fuse3)"
@@ -299,13 +300,17 @@ record()
 	VALS[$1]="${VALS[$1]:-} $2"
 }
 
-# daemon_cpu GEOM: CPU seconds the daemon's threads have used so far. The
-# FUSE worker threads never exit (libfuse 3.14 keeps idle threads), so the
-# sum over the live threads is the whole.
+# daemon_cpu KEY: CPU seconds the daemon has used so far, user and system,
+# threads that exited included: the daemon keeps only a few idle FUSE
+# workers, so a sum over the live threads (task/*/sched) would go down
+# after a burst. /proc/PID/stat counts in clock ticks (utime, stime: fields
+# 14 and 15, i.e. 12 and 13 after the command name, which may hold spaces).
 daemon_cpu()
 {
-	cat "/proc/${DAEMON[$1]}"/task/*/sched 2>/dev/null |
-		awk '$1 == "se.sum_exec_runtime" { ms += $3 } END { printf "%.6f", ms / 1000 }'
+	local st
+
+	st=$(cat "/proc/${DAEMON[$1]}/stat" 2>/dev/null) || { echo 0; return; }
+	awk -v hz="$CLK_TCK" '{ printf "%.6f", ($12 + $13) / hz }' <<<"${st##*) }"
 }
 
 # cpu_account KEY GEOM CPU_BEFORE SECS: add the daemon's CPU time and the
