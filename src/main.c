@@ -54,6 +54,7 @@ struct p2z_main_opts {
 	bool fake; /* mount.po2zfs -f: check everything, do not mount */
 	bool foreground;
 	bool debug;
+	bool direct; /* P2Z_DEV_DIRECT */
 	char backend[8];
 	struct p2z_zone_opts zone;
 	struct p2z_fs_opts fs;
@@ -100,7 +101,7 @@ static void p2z_usage(FILE *out, const char *prog, bool helper)
 	fprintf(out,
 		"usage: %s DEVICE MOUNTPOINT [-%s] [-d] [-o OPTION[,OPTION...]]\n"
 		"       -f: %s\n"
-		"options: uid=N gid=N perm=OCTAL ro rw explicit-open\n"
+		"options: uid=N gid=N perm=OCTAL ro rw explicit-open direct\n"
 		"         errors=remount-ro|zone-ro|zone-offline|repair\n"
 		"         backend=nvme|zbd|emu allow_other (see mount.po2zfs(8))\n",
 		prog, helper ? "sfnv" : "f",
@@ -241,6 +242,10 @@ static int p2z_parse_opt(struct p2z_main_opts *o, const char *opt)
 	}
 	if (!strcmp(opt, "explicit-open")) {
 		o->zone.explicit_open = true;
+		return 0;
+	}
+	if (!strcmp(opt, "direct")) {
+		o->direct = true;
 		return 0;
 	}
 	if (!strcmp(opt, "debug")) {
@@ -784,7 +789,8 @@ static int p2z_run(struct p2z_main_opts *o, const char *prog)
 		return ret;
 	/* -f (fake) writes nothing: the device is opened read-only. */
 	ret = p2z_dev_open(o->device, o->backend[0] ? o->backend : NULL,
-			   o->zone.rdonly || o->fake ? P2Z_DEV_RDONLY : 0,
+			   (o->zone.rdonly || o->fake ? P2Z_DEV_RDONLY : 0) |
+				   (o->direct ? P2Z_DEV_DIRECT : 0),
 			   &dev);
 	if (ret)
 		return ret;

@@ -8,9 +8,18 @@
 #   2. npo2 geometry (96M zones, 80M capacity) vs po2 (64M/48M), the same
 #      bytes written to each;
 #   3. 1, 2, 4 writers on separate zones, through the mount and directly,
-#      both with p2z_bench's threads (--files for the mount's zone files).
+#      both with p2z_bench's threads (--files for the mount's zone files);
+#   4. I/O sizes (128K and 4K besides the 1M of part 1), through the mount
+#      vs directly, on the npo2 images of part 1;
+#   5. `ls -l seq/` of a device with 100,000 zones, first and second time.
 # A host-file row (dd into a plain file next to the images) gives the floor
 # under the emulator's own pwrite()s.
+#
+# By default the images are device-like: their data is read and written with
+# O_DIRECT (mount option direct, p2z_bench --direct) on the disk holding
+# the work directory, so "through the mount / backend called directly"
+# compares the daemon against a device, not against memcpy into the page
+# cache. P2Z_BENCH_ODIRECT=0 measures the page cache instead.
 #
 # The variants are interleaved: every round runs each of them once, in
 # reverse order every other round, after one warm-up round that is not
@@ -31,6 +40,13 @@
 #                      (dd conv=fsync, p2z_bench --flush) [0]
 #   P2Z_BENCH_PREFAULT 0: no scratch write before each timed write (see
 #                      prefault()) [1]
+#   P2Z_BENCH_ODIRECT  1: image data with O_DIRECT (device-like); 0: through
+#                      the host's page cache [1]
+#   P2Z_BENCH_SIZES    I/O sizes of part 4, besides P2Z_BENCH_BS [128K 4K]
+#                      ("" skips part 4)
+#   P2Z_BENCH_SIZE_MIB MiB per measurement of part 4 [8]
+#   P2Z_BENCH_LS       1: part 5, ls -l of a 100,000-zone device [1]
+#   P2Z_BENCH_LS_ZONES zones of part 5 [100000]
 #   P2Z_BENCH_DIR      where the work directory (images, mount points) is
 #                      created; use a real disk, not tmpfs [/var/tmp]
 #   P2Z_BENCH_BUILD    build directory [/tmp/build-bench]
@@ -52,6 +68,11 @@ BUILD=${P2Z_BENCH_BUILD:-/tmp/build-bench}
 NO_BUILD=${P2Z_BENCH_NO_BUILD:-0}
 KEEP=${P2Z_BENCH_KEEP:-0}
 PREFAULT=${P2Z_BENCH_PREFAULT:-1}
+ODIRECT=${P2Z_BENCH_ODIRECT:-1}
+SIZES=${P2Z_BENCH_SIZES-128K 4K}
+SIZE_MIB=${P2Z_BENCH_SIZE_MIB:-8}
+LS=${P2Z_BENCH_LS:-1}
+LS_ZONES=${P2Z_BENCH_LS_ZONES:-100000}
 
 # Geometries: name, zone size, zone capacity.
 GEOMS=(npo2 po2)
@@ -61,6 +82,7 @@ declare -A ZCAP=([npo2]=80M [po2]=48M)
 WORK=
 declare -A MNT=() DAEMON=()
 declare -A VALS=() CPU=() WALL=()
+declare -A SZ_BYTES=() SZ_COUNT=()
 
 die()
 {
@@ -97,12 +119,41 @@ check_env()
 	NR_ZONES=$max_w
 	[[ $FLUSH = 0 || $FLUSH = 1 ]] || die "P2Z_BENCH_FLUSH: 0 or 1"
 	[[ $PREFAULT = 0 || $PREFAULT = 1 ]] || die "P2Z_BENCH_PREFAULT: 0 or 1"
+	[[ $ODIRECT = 0 || $ODIRECT = 1 ]] || die "P2Z_BENCH_ODIRECT: 0 or 1"
+	[[ $LS = 0 || $LS = 1 ]] || die "P2Z_BENCH_LS: 0 or 1"
+	if ! [[ $LS_ZONES =~ ^[1-9][0-9]*$ ]] || ((LS_ZONES > 1048576)); then
+		die "P2Z_BENCH_LS_ZONES: 1..1048576, not '$LS_ZONES'"
+	fi
+	if ! [[ $SIZE_MIB =~ ^[1-9][0-9]*$ ]] || ((SIZE_MIB > 48)); then
+		die "P2Z_BENCH_SIZE_MIB: 1..48, not '$SIZE_MIB'"
+	fi
+	SZ_BYTES[$BS]=$BYTES
+	SZ_COUNT[$BS]=$COUNT
+	read -ra SIZE_LIST <<<"$SIZES"
+	for w in "${SIZE_LIST[@]}"; do
+		[[ $w =~ ^[1-9][0-9]*[KM]?$ ]] || die "P2Z_BENCH_SIZES: sizes such as 128K 4K, not '$SIZES'"
+		[ "$w" != "$BS" ] || die "P2Z_BENCH_SIZES: $w is P2Z_BENCH_BS already"
+		n=$(numfmt --from=iec "$w")
+		((n % LBA == 0 && (SIZE_MIB * 1048576) % n == 0 && n <= 1048576)) ||
+			die "P2Z_BENCH_SIZES: $w must be a multiple of $LBA, at most 1M, and divide $SIZE_MIB MiB"
+		SZ_BYTES[$w]=$((SIZE_MIB * 1048576))
+		SZ_COUNT[$w]=$((SIZE_MIB * 1048576 / n))
+	done
+	MOUNT_OPTS=()
+	DIO=
+	HOST_DIO=()
+	if [ "$ODIRECT" = 1 ]; then
+		MOUNT_OPTS=(-o direct)
+		DIO=--direct
+		HOST_DIO=(oflag=direct iflag=direct)
+	fi
 	DD_CONV=notrunc
 	FL=
 	if [ "$FLUSH" = 1 ]; then
 		DD_CONV=notrunc,fsync
 		FL=--flush
 	fi
+	CLK_TCK=$(getconf CLK_TCK)
 	[ -d "$DIR" ] || die "P2Z_BENCH_DIR: $DIR is not a directory"
 	[ -w /dev/fuse ] || die "no write access to /dev/fuse: run as root"
 	command -v fusermount3 >/dev/null || die "fusermount3 not found (Debian: fuse3)"
@@ -193,7 +244,7 @@ mount_image()
 
 	MNT[$k]=$WORK/mnt-$k
 	mkdir "${MNT[$k]}"
-	"$PO2ZFS" "$WORK/$2" "${MNT[$k]}" -f >"$WORK/daemon-$k.log" 2>&1 &
+	"$PO2ZFS" "$WORK/$2" "${MNT[$k]}" -f "${MOUNT_OPTS[@]}" >"$WORK/daemon-$k.log" 2>&1 &
 	DAEMON[$k]=$!
 	for ((i = 0; i < 500; i++)); do
 		is_mounted "${MNT[$k]}" && return 0
@@ -225,6 +276,11 @@ setup()
 	if [ "$FSTYPE" = tmpfs ]; then
 		echo "bench: warning: $WORK is on tmpfs: the emulator's file I/O never reaches a disk" >&2
 	fi
+	if [ "$ODIRECT" = 1 ] && ! dd if=/dev/zero of="$WORK/odirect" bs="$LBA" \
+		count=1 oflag=direct status=none 2>/dev/null; then
+		die "$WORK ($FSTYPE) takes no $LBA-byte O_DIRECT writes: P2Z_BENCH_ODIRECT=0, or another P2Z_BENCH_DIR"
+	fi
+	rm -f "$WORK/odirect"
 	for g in "${GEOMS[@]}"; do
 		create_image "$g-direct.img" "$g"
 		create_image "$g-mount.img" "$g"
@@ -244,13 +300,17 @@ record()
 	VALS[$1]="${VALS[$1]:-} $2"
 }
 
-# daemon_cpu GEOM: CPU seconds the daemon's threads have used so far. The
-# FUSE worker threads never exit (libfuse 3.14 keeps idle threads), so the
-# sum over the live threads is the whole.
+# daemon_cpu KEY: CPU seconds the daemon has used so far, user and system,
+# threads that exited included: the daemon keeps only a few idle FUSE
+# workers, so a sum over the live threads (task/*/sched) would go down
+# after a burst. /proc/PID/stat counts in clock ticks (utime, stime: fields
+# 14 and 15, i.e. 12 and 13 after the command name, which may hold spaces).
 daemon_cpu()
 {
-	cat "/proc/${DAEMON[$1]}"/task/*/sched 2>/dev/null |
-		awk '$1 == "se.sum_exec_runtime" { ms += $3 } END { printf "%.6f", ms / 1000 }'
+	local st
+
+	st=$(cat "/proc/${DAEMON[$1]}/stat" 2>/dev/null) || { echo 0; return; }
+	awk -v hz="$CLK_TCK" '{ printf "%.6f", ($12 + $13) / hz }' <<<"${st##*) }"
 }
 
 # cpu_account KEY GEOM CPU_BEFORE SECS: add the daemon's CPU time and the
@@ -280,10 +340,11 @@ prefault()
 	rm -f "$f"
 }
 
-# dd_secs ERRFILE: the seconds dd reported; checks it moved BYTES.
+# dd_secs ERRFILE [BYTES]: the seconds dd reported; checks it moved BYTES
+# (default $BYTES).
 dd_secs()
 {
-	awk -v want="$BYTES" -v f="$1" '
+	awk -v want="${2:-$BYTES}" -v f="$1" '
 		/ copied, / {
 			for (i = 1; i <= NF; i++)
 				if ($i == "copied,") { s = $(i + 1); b = $1 }
@@ -330,51 +391,74 @@ measure_host()
 
 	rm -f "$f"
 	prefault "$BYTES"
-	dd if=/dev/zero of="$f" bs="$BS" count="$COUNT" conv="$DD_CONV" 2>"$err" ||
+	dd if=/dev/zero of="$f" bs="$BS" count="$COUNT" conv="$DD_CONV" \
+		${HOST_DIO[0]:+"${HOST_DIO[0]}"} 2>"$err" ||
 		die "dd to $f failed: $(tail -n 1 "$err")"
 	secs=$(dd_secs "$err")
 	record host.w "$(mibs_of "$BYTES" "$secs")"
-	dd if="$f" of=/dev/null bs="$BS" count="$COUNT" 2>"$err" ||
+	dd if="$f" of=/dev/null bs="$BS" count="$COUNT" \
+		${HOST_DIO[1]:+"${HOST_DIO[1]}"} 2>"$err" ||
 		die "dd from $f failed: $(tail -n 1 "$err")"
 	secs=$(dd_secs "$err")
 	record host.r "$(mibs_of "$BYTES" "$secs")"
 }
 
-# measure_direct GEOM: zone append then read of zone 0, emu called directly
+# measure_direct GEOM [SIZE]: zone append then read of zone 0, emu called
+# directly, in calls of SIZE (default $BS); keys GEOM.direct.w|r, with
+# .SIZE appended for part 4.
 measure_direct()
 {
-	local g=$1 img=$WORK/$1-direct.img out
+	local g=$1 bs=${2:-$BS} img=$WORK/$1-direct.img out k=$1.direct n
 
-	prefault "$BYTES"
-	out=$("$P2ZB" -o append -s "$BS" -n "${MIB}M" $FL "$img") ||
+	n=${SZ_BYTES[$bs]}
+	[ -n "${2:-}" ] && k=$k.$bs
+	prefault "$n"
+	out=$("$P2ZB" -o append -s "$bs" -n "$n" $FL $DIO "$img") ||
 		die "p2z_bench append on $img failed"
-	record "$g.direct.w" "$(p2z_mibs "$out")"
-	out=$("$P2ZB" -o read -s "$BS" -n "${MIB}M" "$img") ||
+	record "$k.w" "$(p2z_mibs "$out")"
+	out=$("$P2ZB" -o read -s "$bs" -n "$n" $DIO "$img") ||
 		die "p2z_bench read on $img failed"
-	record "$g.direct.r" "$(p2z_mibs "$out")"
+	record "$k.r" "$(p2z_mibs "$out")"
 }
 
-# measure_mount GEOM: append with dd then read back with O_DIRECT, seq/0
+# measure_mount GEOM [SIZE]: append with dd then read back with O_DIRECT,
+# seq/0, in blocks of SIZE (default $BS); keys as measure_direct's
 measure_mount()
 {
-	local g=$1 f=${MNT[$1]}/seq/0 err=$WORK/dd.err t0 secs size
+	local g=$1 bs=${2:-$BS} f=${MNT[$1]}/seq/0 err=$WORK/dd.err t0 secs size
+	local k=$1.mount n count
 
+	n=${SZ_BYTES[$bs]}
+	count=${SZ_COUNT[$bs]}
+	[ -n "${2:-}" ] && k=$k.$bs
 	reset_mount "$g" 1
-	prefault "$BYTES"
+	prefault "$n"
 	t0=$(daemon_cpu "$g")
-	dd if=/dev/zero of="$f" oflag=append conv="$DD_CONV" bs="$BS" \
-		count="$COUNT" 2>"$err" || die "dd to $f failed: $(tail -n 1 "$err")"
-	secs=$(dd_secs "$err")
-	cpu_account "$g.mount.w" "$g" "$t0" "$secs"
-	record "$g.mount.w" "$(mibs_of "$BYTES" "$secs")"
+	dd if=/dev/zero of="$f" oflag=append conv="$DD_CONV" bs="$bs" \
+		count="$count" 2>"$err" || die "dd to $f failed: $(tail -n 1 "$err")"
+	secs=$(dd_secs "$err" "$n")
+	cpu_account "$k.w" "$g" "$t0" "$secs"
+	record "$k.w" "$(mibs_of "$n" "$secs")"
 	size=$(stat -c %s "$f")
-	[ "$size" = "$BYTES" ] || die "$f: size $size after writing $BYTES bytes"
+	[ "$size" = "$n" ] || die "$f: size $size after writing $n bytes"
 	t0=$(daemon_cpu "$g")
-	dd if="$f" of=/dev/null iflag=direct bs="$BS" count="$COUNT" 2>"$err" ||
+	dd if="$f" of=/dev/null iflag=direct bs="$bs" count="$count" 2>"$err" ||
 		die "dd from $f failed: $(tail -n 1 "$err")"
-	secs=$(dd_secs "$err")
-	cpu_account "$g.mount.r" "$g" "$t0" "$secs"
-	record "$g.mount.r" "$(mibs_of "$BYTES" "$secs")"
+	secs=$(dd_secs "$err" "$n")
+	cpu_account "$k.r" "$g" "$t0" "$secs"
+	record "$k.r" "$(mibs_of "$n" "$secs")"
+}
+
+# Part 4, one I/O size: the npo2 images of part 1, mount then direct (the
+# round's order reverses every other round, as for the other variants)
+measure_size_mount()
+{
+	measure_mount npo2 "$1"
+}
+
+measure_size_direct()
+{
+	measure_direct npo2 "$1"
 }
 
 # measure_writers_mount N: N threads of p2z_bench --files, each appending
@@ -407,9 +491,38 @@ measure_writers_direct()
 	local n=$1 out
 
 	prefault $((n * BYTES))
-	out=$("$P2ZB" -o append -t "$n" -s "$BS" -n "${MIB}M" $FL "$WORK/npo2-writers-direct.img") ||
+	out=$("$P2ZB" -o append -t "$n" -s "$BS" -n "${MIB}M" $FL $DIO "$WORK/npo2-writers-direct.img") ||
 		die "p2z_bench with $n threads failed"
 	record "w$n.direct" "$(p2z_mibs "$out")"
+}
+
+# Part 5: `ls -l seq/` of a device of LS_ZONES zones, right after the mount
+# (nothing cached by the kernel) and once more; once, after the rounds: it
+# measures lookups and attributes, not I/O.
+measure_ls()
+{
+	local m t0 t1 t2 t3 n
+
+	"$EMU" create "$WORK/ls.img" --zone-size 1M --zones "$LS_ZONES" \
+		--lba-size "$LBA" >/dev/null || die "po2zfs-emu create ls.img failed"
+	t0=$EPOCHREALTIME
+	mount_image ls ls.img
+	t1=$EPOCHREALTIME
+	m=${MNT[ls]}
+	ls -l "$m/seq" >"$WORK/ls.out" || die "ls -l $m/seq failed"
+	t2=$EPOCHREALTIME
+	ls -l "$m/seq" >"$WORK/ls.out" || die "ls -l $m/seq failed"
+	t3=$EPOCHREALTIME
+	n=$(grep -c '^-' "$WORK/ls.out")
+	[ "$n" = "$LS_ZONES" ] || die "ls -l $m/seq listed $n files, not $LS_ZONES"
+	LS_MOUNT=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.2f", b - a }')
+	LS_FIRST=$(awk -v a="$t1" -v b="$t2" 'BEGIN { printf "%.2f", b - a }')
+	LS_AGAIN=$(awk -v a="$t2" -v b="$t3" 'BEGIN { printf "%.2f", b - a }')
+	LS_RSS=$(awk '$1 == "VmRSS:" { printf "%.0f MB", $2 / 1024 }' "/proc/${DAEMON[ls]}/status")
+	fusermount3 -u "$m" || die "fusermount3 -u $m failed"
+	reap_daemon ls
+	unset 'MNT[ls]' 'DAEMON[ls]'
+	rm -f "$WORK/ls.img" "$WORK/ls.out"
 }
 
 # One round: every variant once; reversed order on odd rounds (A B .. B A).
@@ -422,6 +535,9 @@ run_round()
 	done
 	for w in "${WRITER_LIST[@]}"; do
 		steps+=("writers_mount $w" "writers_direct $w")
+	done
+	for w in "${SIZE_LIST[@]}"; do
+		steps+=("size_mount $w" "size_direct $w")
 	done
 	for ((i = 0; i < ${#steps[@]}; i++)); do
 		if ((r % 2)); then
@@ -489,17 +605,29 @@ row()
 		"$(median <<<"${VALS[$r]}")" "($(spread "$r"))" "$cw" "$cr"
 }
 
+# size_row SIZE MOUNT_KEY DIRECT_KEY: one line of the I/O size table
+size_row()
+{
+	printf '  %-6s %6s %9s %9s %6s %9s %9s %6s %5s %5s\n' "$1" \
+		$((SZ_BYTES[$1] / 1048576)) \
+		"$(median <<<"${VALS[$2.w]}")" "$(median <<<"${VALS[$3.w]}")" \
+		"$(ratio "$2.w" "$3.w")" \
+		"$(median <<<"${VALS[$2.r]}")" "$(median <<<"${VALS[$3.r]}")" \
+		"$(ratio "$2.r" "$3.r")" "$(cpu_share "$2.w")" "$(cpu_share "$2.r")"
+}
+
 report()
 {
 	local g w w1 lbl
 
 	echo
 	echo "po2zfs bench: $ROUNDS rounds (+$WARMUP warm-up), $MIB MiB per zone, I/O size $BS, LBA $LBA, flush $FLUSH, prefault $PREFAULT"
-	echo "  images: $WORK ($FSTYPE on $FSSRC); build $BUILD ($BUILD_TYPE); $(nproc) CPUs; emu max append $MAX_APPEND"
+	echo "  images: $WORK ($FSTYPE on $FSSRC), $([ "$ODIRECT" = 1 ] && echo "data with O_DIRECT (-o direct, p2z_bench --direct)" || echo "data in the host's page cache")"
+	echo "  build $BUILD ($BUILD_TYPE); $(nproc) CPUs; emu max append $MAX_APPEND"
 	echo "  MiB/s: median (min-max over rounds); dmn = daemon CPU time / wall time"
 	echo
 	printf '  %-34s %21s %21s %5s %5s\n' "" "write (append)" "read" "dmn.w" "dmn.r"
-	row "host file, dd, no po2zfs" host.w host.r
+	row "host file, dd$([ "$ODIRECT" = 1 ] && echo ' O_DIRECT'), no po2zfs" host.w host.r
 	for g in "${GEOMS[@]}"; do
 		lbl="$g ${ZSIZE[$g]}/${ZCAP[$g]}"
 		row "$lbl direct (p2z_bench)" "$g.direct.w" "$g.direct.r"
@@ -531,15 +659,32 @@ report()
 			"$(ratio "w$w.mount" "w$w1.mount")" \
 			"$(ratio "w$w.direct" "w$w1.direct")" "$(cpu_share "w$w.mount")"
 	done
+	if ((${#SIZE_LIST[@]})); then
+		echo
+		echo "  I/O sizes, npo2 (images of part 1), MiB/s medians; m / d = mount / direct"
+		printf '  %-6s %6s %9s %9s %6s %9s %9s %6s %5s %5s\n' size MiB \
+			mount.w direct.w "m / d" mount.r direct.r "m / d" dmn.w dmn.r
+		size_row "$BS" npo2.mount npo2.direct
+		for w in "${SIZE_LIST[@]}"; do
+			size_row "$w" "npo2.mount.$w" "npo2.direct.$w"
+		done
+	fi
+	if [ "$LS" = 1 ]; then
+		echo
+		echo "  ls -l seq/ of $LS_ZONES zones (1M each): first ${LS_FIRST}s, again ${LS_AGAIN}s (mount ${LS_MOUNT}s, daemon RSS $LS_RSS)"
+	fi
 	echo
 	echo "command:"
 	echo "  cd $TOP && P2Z_BENCH_ROUNDS=$ROUNDS P2Z_BENCH_WARMUP=$WARMUP P2Z_BENCH_MIB=$MIB P2Z_BENCH_BS=$BS \\"
-	echo "    P2Z_BENCH_WRITERS='$WRITERS' P2Z_BENCH_LBA=$LBA P2Z_BENCH_FLUSH=$FLUSH P2Z_BENCH_DIR=$DIR contrib/bench/bench.sh"
+	echo "    P2Z_BENCH_WRITERS='$WRITERS' P2Z_BENCH_LBA=$LBA P2Z_BENCH_FLUSH=$FLUSH P2Z_BENCH_DIR=$DIR \\"
+	echo "    P2Z_BENCH_ODIRECT=$ODIRECT P2Z_BENCH_SIZES='$SIZES' P2Z_BENCH_SIZE_MIB=$SIZE_MIB P2Z_BENCH_LS=$LS P2Z_BENCH_LS_ZONES=$LS_ZONES contrib/bench/bench.sh"
 	echo "each measurement:"
 	echo "  po2zfs-emu create IMG --zone-size 96M|64M --zone-cap 80M|48M --zones $NR_ZONES --lba-size $LBA"
 	echo "    IMG: {npo2,po2}-{direct,mount}.img, npo2-writers-{direct,mount}.img"
-	echo "  po2zfs *-mount.img MNT -f   (3 daemons: npo2, po2, npo2 writers)"
-	echo "  direct: p2z_bench -o append|read -s $BS -n ${MIB}M [-t N]$([ "$FLUSH" = 1 ] && echo ' --flush') G-direct.img"
+	echo "  po2zfs *-mount.img MNT -f ${MOUNT_OPTS[*]}  (3 daemons: npo2, po2, npo2 writers)"
+	echo "  direct: p2z_bench -o append|read -s $BS -n ${MIB}M [-t N]$([ "$FLUSH" = 1 ] && echo ' --flush') $DIO G-direct.img"
+	echo "  sizes:  the same with -s SIZE -n ${SIZE_MIB}M, dd bs=SIZE, on npo2-{direct,mount}.img"
+	echo "  ls:     po2zfs-emu create ls.img --zone-size 1M --zones $LS_ZONES; po2zfs ls.img MNT -f ${MOUNT_OPTS[*]}; ls -l MNT/seq > FILE; twice"
 	echo "  mount:  truncate -s 0 MNT/seq/I; dd if=/dev/zero of=MNT/seq/I oflag=append conv=$DD_CONV bs=$BS count=$COUNT"
 	echo "          dd if=MNT/seq/0 of=/dev/null iflag=direct bs=$BS count=$COUNT"
 	echo "  writers: p2z_bench -F -N -o append -s $BS -n ${MIB}M$([ "$FLUSH" = 1 ] && echo ' --flush') MNT/seq/0 .. MNT/seq/N-1 (after truncate -s 0)"
@@ -567,6 +712,7 @@ main()
 		echo "bench: round $((r + 1))/$ROUNDS"
 		run_round "$r"
 	done
+	[ "$LS" = 1 ] && measure_ls
 	report
 	awk -v a="$t0" -v b="$EPOCHREALTIME" 'BEGIN { printf "\nbench: measured in %.0f s\n", b - a }'
 }

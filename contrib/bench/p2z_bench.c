@@ -68,6 +68,8 @@ static const char *const p2z_bench_op_names[] = {
  * @reset: reset the zones (truncate the files) before writing
  * @flush: flush the device (fdatasync() the files) once all threads are
  *	   done, inside the clock
+ * @direct: open the device with P2Z_DEV_DIRECT (an emu image's data with
+ *	    O_DIRECT, as the mount option direct does)
  */
 struct p2z_bench_opts {
 	const char *device;
@@ -80,6 +82,7 @@ struct p2z_bench_opts {
 	uint64_t bytes;
 	bool reset;
 	bool flush;
+	bool direct;
 };
 
 /**
@@ -147,6 +150,7 @@ static void p2z_bench_usage(FILE *out)
 		"  -b, --backend NAME          nvme|zbd|emu (default: from the path)\n"
 		"  -N, --no-reset              write from the write pointer, no reset\n"
 		"  -f, --flush                 flush the device, inside the timing\n"
+		"  -D, --direct                emu: image data with O_DIRECT (mount -o direct)\n"
 		"  -F, --files                 one thread per FILE (e.g. zone files of a\n"
 		"                              mount) instead of zones; writes need -n\n"
 		"SIZE: bytes, or with a K, M or G suffix (binary).\n"
@@ -264,6 +268,9 @@ static int p2z_bench_parse_opt(struct p2z_bench_opts *o, int c, const char *arg)
 	case 'f':
 		o->flush = true;
 		return 0;
+	case 'D':
+		o->direct = true;
+		return 0;
 	}
 	return -EINVAL;
 }
@@ -280,8 +287,9 @@ static int p2z_bench_parse_operands(int nr, char **args, bool files,
 		o->device = args[0];
 		return 0;
 	}
-	if (o->backend || o->zidx || o->nr_threads != 1) {
-		p2z_log(LOG_ERR, "-b, -z and -t are for devices, not --files");
+	if (o->backend || o->zidx || o->nr_threads != 1 || o->direct) {
+		p2z_log(LOG_ERR,
+			"-b, -z, -t and -D are for devices, not --files");
 		return -EINVAL;
 	}
 	if (nr < 1 || nr > P2Z_BENCH_MAX_THREADS) {
@@ -310,6 +318,7 @@ static int p2z_bench_parse_args(int argc, char **argv, struct p2z_bench_opts *o)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "no-reset", no_argument, NULL, 'N' },
 		{ "flush", no_argument, NULL, 'f' },
+		{ "direct", no_argument, NULL, 'D' },
 		{ "files", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -321,7 +330,7 @@ static int p2z_bench_parse_args(int argc, char **argv, struct p2z_bench_opts *o)
 				      .nr_threads = 1,
 				      .io_bytes = 1 << 20,
 				      .reset = true };
-	while ((c = getopt_long(argc, argv, "o:z:t:s:n:b:NfFh", longopts,
+	while ((c = getopt_long(argc, argv, "o:z:t:s:n:b:NfDFh", longopts,
 				NULL)) != -1) {
 		if (c == 'h')
 			return 1;
@@ -778,7 +787,9 @@ int main(int argc, char **argv)
 	}
 	if (o.device) {
 		ret = p2z_dev_open(o.device, o.backend,
-				   o.op == P2Z_BENCH_READ ? P2Z_DEV_RDONLY : 0,
+				   (o.op == P2Z_BENCH_READ ? P2Z_DEV_RDONLY :
+							     0) |
+					   (o.direct ? P2Z_DEV_DIRECT : 0),
 				   &dev);
 		if (ret)
 			return 1;

@@ -104,6 +104,12 @@ struct p2z_dev_info {
  * the device. Every other open claims the device for as long as it is open.
  */
 #define P2Z_DEV_PEEK (1U << 1)
+/*
+ * Bypass the host's page cache where the backend has one: the emu backend
+ * opens its image's data with O_DIRECT. The other backends always do direct
+ * I/O and ignore it.
+ */
+#define P2Z_DEV_DIRECT (1U << 2)
 
 struct p2z_dev;
 

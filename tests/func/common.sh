@@ -33,6 +33,10 @@
 #                      (po2zfs-emu create ... --max-open 3 --max-active 4)
 #                      reproduces device mode without a device.
 #   P2Z_TEST_BACKEND   backend= mount option for P2Z_TEST_DEV (nvme|zbd|emu)
+#   P2Z_FUNC_MOUNT_OPTS  mount options added to every p2z_mount, e.g.
+#                      "direct" (emu images read and written with O_DIRECT;
+#                      skips unless the work directory takes 512-byte
+#                      O_DIRECT writes, which the 512-byte LBA images need)
 #   P2Z_KEEP           1: keep the work directory (images, daemon log)
 #
 # Each test works in its own mktemp -d directory (ctest runs tests in
@@ -49,6 +53,7 @@ P2Z_GEOMS=${P2Z_GEOMS:-96M/80M/4096 96M/80M/512 3M/3M/4096 3M/3M/512 64M/48M/409
 P2Z_NR_ZONES=${P2Z_NR_ZONES:-8}
 P2Z_TEST_DEV=${P2Z_TEST_DEV:-}
 P2Z_TEST_BACKEND=${P2Z_TEST_BACKEND:-}
+P2Z_FUNC_MOUNT_OPTS=${P2Z_FUNC_MOUNT_OPTS:-}
 
 WORK=
 MNT=
@@ -360,7 +365,22 @@ p2z_init()
 	mkdir "$MNT" || fail "mkdir $MNT"
 	trap p2z_cleanup EXIT
 	trap 'exit 1' INT TERM
+	p2z_check_direct
 	p2z_find_tio
+}
+
+# With P2Z_FUNC_MOUNT_OPTS=direct, images are read and written with
+# O_DIRECT: the work directory must take it for 512-byte blocks.
+p2z_check_direct()
+{
+	case ,$P2Z_FUNC_MOUNT_OPTS, in
+	*,direct,*) ;;
+	*) return 0 ;;
+	esac
+	dd if=/dev/zero of="$WORK/odirect" bs=512 count=1 oflag=direct \
+		status=none 2>/dev/null ||
+		skip "P2Z_FUNC_MOUNT_OPTS=direct: $WORK takes no 512-byte O_DIRECT writes"
+	rm -f "$WORK/odirect"
 }
 
 # The helper comes from the build; a guest without it may compile it here.
@@ -465,6 +485,7 @@ p2z_mount()
 	local o=${1:-}
 
 	[ -n "$P2Z_TEST_BACKEND" ] && o=${o:+$o,}backend=$P2Z_TEST_BACKEND
+	[ -n "$P2Z_FUNC_MOUNT_OPTS" ] && o=${o:+$o,}$P2Z_FUNC_MOUNT_OPTS
 	echo "=== mount $DEV ${o:+-o $o}" >>"$WORK/daemon.log"
 	if [ -n "$o" ]; then
 		"$PO2ZFS" "$DEV" "$MNT" -f -o "$o" >>"$WORK/daemon.log" 2>&1 &

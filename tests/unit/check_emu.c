@@ -2286,6 +2286,148 @@ START_TEST(test_create_existing)
 }
 END_TEST
 
+/* ---- direct I/O (P2Z_DEV_DIRECT) */
+
+/*
+ * Descriptors of this process open on the image, and how many of them
+ * have O_DIRECT, from /proc/self/fdinfo (what the kernel really holds).
+ */
+static void count_image_fds(int *nr, int *nr_direct)
+{
+	char want[PATH_MAX], link[PATH_MAX], path[64 + 256];
+	struct dirent *de;
+	unsigned int flags;
+	DIR *d;
+	FILE *f;
+	ssize_t n;
+
+	*nr = *nr_direct = 0;
+	ck_assert_ptr_nonnull(realpath(img, want));
+	d = opendir("/proc/self/fd");
+	ck_assert_ptr_nonnull(d);
+	while ((de = readdir(d))) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fd/%s", de->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n < 0)
+			continue;
+		link[n] = 0;
+		if (strcmp(link, want))
+			continue;
+		snprintf(path, sizeof(path), "/proc/self/fdinfo/%s",
+			 de->d_name);
+		f = fopen(path, "r");
+		ck_assert_ptr_nonnull(f);
+		while (fgets(link, sizeof(link), f))
+			if (sscanf(link, "flags: %o", &flags) == 1)
+				break;
+		fclose(f);
+		(*nr)++;
+		*nr_direct += !!(flags & O_DIRECT);
+	}
+	closedir(d);
+}
+
+/* Whether TMPDIR's filesystem has O_DIRECT at all (tmpfs before 6.6 not). */
+static bool image_takes_odirect(void)
+{
+	int fd = open(img, O_RDONLY | O_DIRECT);
+
+	if (fd < 0 && errno == EINVAL) {
+		fprintf(stderr,
+			"SKIP: %s: no O_DIRECT on this filesystem: direct I/O not tested (set TMPDIR to a disk)\n",
+			img);
+		return false;
+	}
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	return true;
+}
+
+static const unsigned int direct_flags[] = {
+	0,
+	P2Z_DEV_DIRECT,
+	P2Z_DEV_DIRECT | P2Z_DEV_RDONLY,
+	P2Z_DEV_RDONLY,
+};
+
+/* With P2Z_DEV_DIRECT the data goes through one more descriptor of the
+ * image, with O_DIRECT; the table's stays buffered (it is mapped). */
+START_TEST(test_open_direct_fd)
+{
+	unsigned int flags = direct_flags[_i];
+	bool direct = flags & P2Z_DEV_DIRECT;
+	struct p2z_emu_params p = defparams();
+	struct p2z_dev *dev;
+	int nr, nr_direct;
+
+	ck_assert_int_eq(p2z_emu_create(img, &p, false), 0);
+	if (!image_takes_odirect())
+		return;
+	dev = opendev(flags);
+	count_image_fds(&nr, &nr_direct);
+	ck_assert_int_eq(nr, direct ? 2 : 1);
+	ck_assert_int_eq(nr_direct, direct ? 1 : 0);
+	p2z_dev_close(dev);
+	count_image_fds(&nr, &nr_direct);
+	ck_assert_int_eq(nr, 0);
+}
+END_TEST
+
+/*
+ * Buffers that O_DIRECT cannot take (not page aligned) go through a
+ * bounce buffer: the data lands where it belongs, reads return it, on
+ * sequential and conventional zones, with write, append and read.
+ */
+START_TEST(test_direct_unaligned_buffers)
+{
+	struct p2z_emu_params p = defparams();
+	const uint64_t nlb = 6, skew = _i ? 8 : 0; /* _i: misaligned */
+	uint64_t zidx = 1, lba = 0;
+	struct p2z_dev *dev;
+	char *mem, *buf;
+
+	p.nr_cnv_zones = 1;
+	ck_assert_int_eq(p2z_emu_create(img, &p, false), 0);
+	if (!image_takes_odirect())
+		return;
+	ck_assert_int_eq(posix_memalign((void **)&mem, 4096, nlb * LBA + 4096),
+			 0);
+	buf = mem + skew;
+	dev = opendev(P2Z_DEV_DIRECT);
+
+	fill(buf, 2, 11, 0);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 2 * LBA, zofs(zidx, 0)),
+			 (ssize_t)(2 * LBA));
+	fill(buf, 4, 11, 2);
+	ck_assert_int_eq(p2z_dev_append(dev, zidx, buf, 4 * LBA, &lba),
+			 (ssize_t)(4 * LBA));
+	ck_assert_uint_eq(lba, zidx * ZONE_LBA + 2);
+	fill(buf, 3, 12, 5);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 3 * LBA, zofs(0, 5)),
+			 (ssize_t)(3 * LBA));
+
+	/* Through the device, into the same (mis)aligned buffer... */
+	memset(buf, 0xee, nlb * LBA);
+	ck_assert_int_eq(p2z_dev_pread(dev, buf, nlb * LBA, zofs(zidx, 0)),
+			 (ssize_t)(nlb * LBA));
+	ck_assert(is_fill(buf, nlb, 11, 0));
+	memset(buf, 0xee, nlb * LBA);
+	ck_assert_int_eq(p2z_dev_pread(dev, buf, 3 * LBA, zofs(0, 5)),
+			 (ssize_t)(3 * LBA));
+	ck_assert(is_fill(buf, 3, 12, 5));
+	p2z_dev_close(dev);
+
+	/* ... and in the file, where the layout puts it. */
+	raw_pread(buf, nlb * LBA, DATA_OFS + zofs(zidx, 0));
+	ck_assert(is_fill(buf, nlb, 11, 0));
+	raw_pread(buf, 3 * LBA, DATA_OFS + zofs(0, 5));
+	ck_assert(is_fill(buf, 3, 12, 5));
+	free(mem);
+}
+END_TEST
+
 /* ---- suite */
 
 #define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -2347,6 +2489,10 @@ static Suite *emu_suite(void)
 
 	tc = tcase(s, "concurrent");
 	tcase_add_loop_test(tc, test_append_concurrent, 0, 2);
+
+	tc = tcase(s, "direct");
+	tcase_add_loop_test(tc, test_open_direct_fd, 0, NR(direct_flags));
+	tcase_add_loop_test(tc, test_direct_unaligned_buffers, 0, 2);
 
 	tc = tcase(s, "image");
 	tcase_add_loop_test(tc, test_open_corrupt_table, 0, NR(corruptions));
