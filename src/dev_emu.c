@@ -58,6 +58,8 @@ struct emu_dev {
 	pthread_mutex_t res_lock;
 	uint32_t nr_open; /* guarded by res_lock */
 	uint32_t nr_active; /* guarded by res_lock */
+	/* P2Z_EMU_WRITE_DELAY_US, tests only: see __emu_seq_write() */
+	unsigned int write_delay_us;
 	uint64_t open_seq; /* guarded by res_lock */
 };
 
@@ -427,6 +429,10 @@ static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
 	ret = p2z_emu_pwrite_full(e->fd, buf, nlb * e->g.lba_bytes, ofs);
 	if (ret)
 		return emu_host_error(e, "write", ofs, ret);
+	/* Crash tests widen the window between data and write pointer, where
+	 * a killed daemon leaves data past the write pointer on the medium. */
+	if (e->write_delay_us)
+		usleep(e->write_delay_us);
 
 	pthread_mutex_lock(&e->res_lock);
 	emu_store_wp(e, zidx, wp + nlb);
@@ -685,6 +691,7 @@ static void emu_free(struct emu_dev *e)
 static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		     void *map, bool rdonly)
 {
+	const char *delay = getenv("P2Z_EMU_WRITE_DELAY_US");
 	struct emu_dev *e;
 	uint64_t zidx;
 
@@ -701,6 +708,8 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 	pthread_mutex_init(&e->res_lock, NULL);
 	e->fd = fd;
 	e->rdonly = rdonly;
+	if (delay)
+		e->write_delay_us = strtoul(delay, NULL, 10) % 1000000;
 	e->g = *g;
 	e->map = map;
 	e->zt = p2z_emu_table(map);
