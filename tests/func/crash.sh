@@ -31,9 +31,10 @@ crash_find_helper()
 		"$P2Z_FUNC_DIR/helpers/p2z_crash.c" || fail "cannot build p2z_crash"
 }
 
-# crash_cycles GEOM NZ NW MAXMS: the whole test on a fresh device of
-# geometry GEOM (emulator) or P2Z_TEST_DEV, NZ zones, NW writers, kill
-# delays of 20 to 20 + MAXMS ms. Sets CR_ACKED, CR_PAST_WP.
+# crash_cycles GEOM NZ NW MAXMS [po2zfs-emu create options...]: the whole
+# test on a fresh device of geometry GEOM (emulator) or P2Z_TEST_DEV, NZ
+# zones, NW writers, kill delays of 20 to 20 + MAXMS ms. Sets CR_ACKED,
+# CR_PAST_WP, CR_TORN.
 crash_cycles()
 {
 	local geom=$1 nz=$2 nw=$3 log=$WORK/acks.log c z ms out rc
@@ -41,14 +42,17 @@ crash_cycles()
 	local seed=${P2Z_CRASH_SEED:-$(($(date +%s%N) % 1000000007))}
 	local image= total=0 n
 
+	shift 4
+
 	crash_find_helper
 	info "seed $seed (P2Z_CRASH_SEED=$seed replays the kill times), $cycles cycles"
 	RANDOM=$seed
-	p2z_device "$geom" $((nz + 2)) 0
+	p2z_device "$geom" $((nz + 2)) 0 "$@"
 	[ "${EMU_GEOM:-1}" = 1 ] && image=$DEV
 	: >"$log"
 	CR_ACKED=0
 	CR_PAST_WP=0
+	CR_TORN=0
 	p2z_mount
 	need_seq "$nz"
 	for ((c = 1; c <= cycles; c++)); do
@@ -82,9 +86,10 @@ crash_cycles()
 		esac
 		[[ $out =~ past_wp=([0-9]+) ]] &&
 			CR_PAST_WP=$((CR_PAST_WP + BASH_REMATCH[1]))
+		[[ $out =~ torn=([0-9]+) ]] && CR_TORN=${BASH_REMATCH[1]}
 	done
 	CR_ACKED=$total
 	still_serving "$MNT/seq/$nz"
 	p2z_umount
-	info "cycles=$cycles records_acknowledged=$total records_lost=0 writes_cut_past_wp=$CR_PAST_WP"
+	info "cycles=$cycles records_acknowledged=$total records_lost=0 writes_cut_past_wp=$CR_PAST_WP torn_records_now=$CR_TORN"
 }
