@@ -11,7 +11,8 @@
  *     LBAs (O_APPEND, O_DIRECT or not, a new open now and then), resets
  *     (truncate 0 or O_TRUNC), finishes (truncate to capacity). After each
  *     it checks the exact size and user.zone.wp (it knows them).
- *   - two readers: cached and O_DIRECT reads of any range below the size;
+ *   - two readers: cached and O_DIRECT reads of any range below the size
+ *     (half of them at the end of the file), several per open file;
  *   - a checker: stat, user.zone.wp and user.zone.cond of every zone, and
  *     the open and active zone counts against user.dev.max_open and
  *     user.dev.max_active;
@@ -417,56 +418,68 @@ static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
 	}
 }
 
+/* One read on an open file, the range random or at the file's end. */
+static void read_once(struct st_thread *t, uint32_t zi, int fd, bool direct,
+		      char *buf)
+{
+	struct st_ctx *c = t->c;
+	uint64_t g1, g2, ofs, len, nlba;
+	struct stat st;
+	ssize_t n;
+
+	g1 = atomic_load(&c->z[zi].gen);
+	if (fstat(fd, &st)) {
+		violation(c, "seq/%u: fstat: %s", zi, en(errno));
+		return;
+	}
+	nlba = (uint64_t)st.st_size / c->lba;
+	ofs = nlba ? rnd(t) % nlba : 0;
+	/* half the reads cover the last LBAs, where appends land */
+	if (rnd(t) & 1)
+		ofs = nlba > 8 ? nlba - 1 - rnd(t) % 8 : 0;
+	ofs *= c->lba;
+	len = (1 + rnd(t) % (ST_READ_MAX / c->lba)) * c->lba;
+	n = pread(fd, buf, len, ofs);
+	g2 = atomic_load(&c->z[zi].gen);
+	if (n < 0)
+		violation(c,
+			  "seq/%u: %s read of %" PRIu64 " at %" PRIu64 ": %s",
+			  zi, direct ? "direct" : "cached", len, ofs,
+			  en(errno));
+	else if (n % c->lba)
+		violation(c, "seq/%u: read returned %zd, not whole LBAs", zi,
+			  n);
+	else
+		check_read(t, zi, buf, ofs, n, g1, g2, direct);
+	atomic_fetch_add(&c->reads, 1);
+}
+
 static void *reader_main(void *arg)
 {
 	struct st_thread *t = arg;
 	struct st_ctx *c = t->c;
 	char *buf = xalloc(ST_READ_MAX);
-	uint64_t g1, g2, ofs, len;
-	struct stat st;
+	unsigned int i, nr;
 	bool direct;
-	ssize_t n;
 	int fd;
 
 	while (running(c)) {
 		uint32_t zi = rnd(t) % c->nz;
-		struct st_zone *z = &c->z[zi];
 
 		direct = rnd(t) & 1;
-		fd = open(z->path, O_RDONLY | (direct ? O_DIRECT : 0));
+		fd = open(c->z[zi].path, O_RDONLY | (direct ? O_DIRECT : 0));
 		if (fd < 0) {
 			violation(c, "seq/%u: open for reading: %s", zi,
 				  en(errno));
 			continue;
 		}
 		atomic_fetch_add(&c->opens, 1);
-		g1 = atomic_load(&z->gen);
-		if (fstat(fd, &st)) {
-			violation(c, "seq/%u: fstat: %s", zi, en(errno));
-			close(fd);
-			continue;
-		}
-		ofs = st.st_size ? rnd(t) % ((uint64_t)st.st_size / c->lba) *
-					   c->lba :
-				   0;
-		len = (1 + rnd(t) % (ST_READ_MAX / c->lba)) * c->lba;
-		n = pread(fd, buf, len, ofs);
-		g2 = atomic_load(&z->gen);
-		if (n < 0) {
-			violation(c,
-				  "seq/%u: %s read of %" PRIu64 " at %" PRIu64
-				  ": %s",
-				  zi, direct ? "direct" : "cached", len, ofs,
-				  en(errno));
-		} else if (n % c->lba) {
-			violation(c,
-				  "seq/%u: read returned %zd, not whole LBAs",
-				  zi, n);
-		} else {
-			check_read(t, zi, buf, ofs, n, g1, g2, direct);
-		}
+		/* several reads on one open file: its page cache lives on
+		 * while the zone grows */
+		nr = 1 + rnd(t) % 16;
+		for (i = 0; i < nr && running(c); i++)
+			read_once(t, zi, fd, direct, buf);
 		close(fd);
-		atomic_fetch_add(&c->reads, 1);
 	}
 	free(buf);
 	return NULL;
