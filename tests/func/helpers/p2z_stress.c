@@ -13,7 +13,8 @@
  *     it checks the exact size and user.zone.wp (it knows them).
  *   - two readers: cached and O_DIRECT reads of any range below the size
  *     (half of them at the end of the file), several per open file;
- *   - a checker: stat, user.zone.wp and user.zone.cond of every zone, and
+ *   - a checker: stat, user.zone.wp and user.zone.cond of every zone
+ *     (against the completed appends: one may be in flight), and
  *     the open and active zone counts against user.dev.max_open and
  *     user.dev.max_active;
  *   - an opener: explicit opens (read-only and for writing) and closes.
@@ -25,7 +26,8 @@
  * Invariants: a block read is a valid block of that zone and offset; when
  * no reset or finish ran during the read, its generation is the current
  * one, and zeros appear only past the data of a finished zone; the size
- * never shrinks within a generation; user.zone.wp equals the size; the
+ * never shrinks within a generation; user.zone.wp equals the size when no
+ * append is in flight (the mutator checks it after each operation); the
  * open and active counts stay within the limits (a sample above them is
  * only a violation when three in a row are, as conditions are read one
  * zone at a time).
@@ -61,6 +63,7 @@ struct st_zone {
 	_Atomic uint64_t gen; /* odd: a reset or finish is under way */
 	_Atomic uint64_t label; /* resets so far: the blocks' generation */
 	_Atomic uint64_t data_end; /* data before a finish, else UINT64_MAX */
+	_Atomic uint64_t acked; /* size after the last completed operation */
 };
 
 struct st_ctx {
@@ -279,6 +282,7 @@ static void mut_truncate(struct st_thread *t, uint32_t zi, uint64_t *size,
 			  en(-ret));
 	else
 		*size = finish ? z->cap : 0;
+	atomic_store(&z->acked, *size);
 	atomic_fetch_add(&z->gen, 1);
 	atomic_fetch_add(finish ? &c->finishes : &c->resets, 1);
 	check_known(c, zi, *size, finish ? "finish" : "reset");
@@ -347,6 +351,7 @@ static void mutate(struct st_thread *t, int *fd, uint64_t *size, char *buf)
 			  " returned %zd",
 			  zi, n * c->lba, *size, ret);
 	*size += ret;
+	atomic_store(&z->acked, *size);
 	atomic_fetch_add(&c->appends, 1);
 	check_known(c, zi, *size, "append");
 }
@@ -524,10 +529,11 @@ static void *checker_main(void *arg)
 
 		for (zi = 0; zi < c->nz; zi++) {
 			struct st_zone *z = &c->z[zi];
-			uint64_t g1 = atomic_load(&z->gen), g2, wp = 0;
+			uint64_t g1 = atomic_load(&z->gen), g2, wp = 0, a1, a2;
 			struct stat s1, s2;
 			int ret;
 
+			a1 = atomic_load(&z->acked);
 			if (stat(z->path, &s1) ||
 			    (ret = xattr_u64(z->path, "user.zone.wp", &wp)) ||
 			    xattr_str(z->path, "user.zone.cond", cond,
@@ -537,16 +543,27 @@ static void *checker_main(void *arg)
 					  en(errno));
 				continue;
 			}
+			a2 = atomic_load(&z->acked);
 			g2 = atomic_load(&z->gen);
 			if (g1 != g2 || (g1 & 1))
 				continue;
-			if ((uint64_t)s1.st_size > wp ||
-			    wp > (uint64_t)s2.st_size)
+			/*
+			 * The kernel may show the size before an append in
+			 * flight (its write has not returned), the device the
+			 * size after it: a completed append is in the size,
+			 * the size never runs ahead of the write pointer,
+			 * which runs ahead by one append at most.
+			 */
+			if ((uint64_t)s1.st_size < a1 ||
+			    (uint64_t)s1.st_size > (uint64_t)s2.st_size ||
+			    (uint64_t)s1.st_size > wp ||
+			    wp > a2 + ST_MAX_APPEND_LBA * c->lba)
 				violation(
 					c,
-					"seq/%u: sizes %jd, %jd around user.zone.wp %" PRIu64,
+					"seq/%u: sizes %jd, %jd around user.zone.wp %" PRIu64
+					", appended %" PRIu64 " then %" PRIu64,
 					zi, (intmax_t)s1.st_size,
-					(intmax_t)s2.st_size, wp);
+					(intmax_t)s2.st_size, wp, a1, a2);
 			if (last_gen[zi] == g1 &&
 			    (uint64_t)s1.st_size < last_size[zi])
 				violation(c,
