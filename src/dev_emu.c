@@ -80,6 +80,8 @@ struct emu_dev {
 	pthread_mutex_t res_lock;
 	uint32_t nr_open; /* guarded by res_lock */
 	uint32_t nr_active; /* guarded by res_lock */
+	/* P2Z_EMU_WRITE_DELAY_US, tests only: see __emu_seq_write() */
+	unsigned int write_delay_us;
 	uint64_t open_seq; /* guarded by res_lock */
 };
 
@@ -520,6 +522,10 @@ static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
 	ret = emu_data_write(e, buf, nlb * e->g.lba_bytes, ofs);
 	if (ret)
 		return emu_host_error(e, "write", ofs, ret);
+	/* Crash tests widen the window between data and write pointer, where
+	 * a killed daemon leaves data past the write pointer on the medium. */
+	if (e->write_delay_us)
+		usleep(e->write_delay_us);
 
 	/* Pointer and condition in one store: filling the zone makes it
 	 * full at once, never an active zone at capacity. */
@@ -782,6 +788,7 @@ static void emu_free(struct emu_dev *e)
 static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		     void *map, bool rdonly)
 {
+	const char *delay = getenv("P2Z_EMU_WRITE_DELAY_US");
 	struct emu_dev *e;
 	uint64_t zidx;
 
@@ -799,6 +806,8 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 	e->fd = fd;
 	e->data_fd = fd;
 	e->rdonly = rdonly;
+	if (delay)
+		e->write_delay_us = strtoul(delay, NULL, 10) % 1000000;
 	e->g = *g;
 	e->map = map;
 	e->zt = p2z_emu_table(map);

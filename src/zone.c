@@ -28,7 +28,9 @@ struct p2z_zone {
 	uint8_t cond; /* guarded by lock */
 	bool active; /* guarded by lock: counted in nr_active */
 	unsigned int flags; /* guarded by lock */
-	unsigned int wr_refs; /* guarded by wr_lock */
+	/* guarded by wr_lock; written with atomics: get_state reads it
+	 * without the lock */
+	unsigned int wr_refs;
 	uint64_t wp_bytes; /* guarded by lock */
 	uint64_t size_bytes; /* guarded by lock */
 	/*
@@ -917,7 +919,7 @@ int p2z_zone_get_write(struct p2z_zone_table *zt, uint64_t zidx)
 	if (!z->wr_refs)
 		ret = __p2z_zone_exp_open(zt, z, zidx);
 	if (!ret)
-		z->wr_refs++;
+		__atomic_add_fetch(&z->wr_refs, 1, __ATOMIC_RELAXED);
 out_unlock:
 	pthread_mutex_unlock(&z->wr_lock);
 	return ret;
@@ -964,7 +966,7 @@ void p2z_zone_put_write(struct p2z_zone_table *zt, uint64_t zidx)
 	if (!z)
 		return;
 	pthread_mutex_lock(&z->wr_lock);
-	if (z->wr_refs && !--z->wr_refs)
+	if (z->wr_refs && !__atomic_sub_fetch(&z->wr_refs, 1, __ATOMIC_RELAXED))
 		__p2z_zone_exp_close(zt, z, zidx);
 	pthread_mutex_unlock(&z->wr_lock);
 }

@@ -4,6 +4,7 @@
 #   tests/run-all.sh
 # Steps: install packages, format and man page lint, gcc -Werror build with
 # unit, valgrind and mount tests, clang ASan/UBSan build with unit and mount
+# tests, clang TSan build with the stress test and the threaded unit
 # tests, then the device tests in a QEMU guest (tests/vm/run.sh: Debian's
 # 6.1 and 6.12 kernels, NVMe ZNS namespaces npo2 and po2). Build trees go to
 # build-*/. P2Z_VM=0 leaves the QEMU step out (a quick local run).
@@ -79,6 +80,18 @@ step "tests clang asan+ubsan: unit, mount" \
 	env ASAN_OPTIONS=detect_leaks=1:abort_on_error=0 \
 	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
 	bash -c "cd build-asan && ctest --output-on-failure -j2 -L 'unit|func'"
+# ThreadSanitizer: the stress test (its daemon and helper built with TSan)
+# and the unit suites with threads (check_geom is pure math, and slow
+# there). A report stops the daemon (halt_on_error) with status 66, which
+# fails the test, as does a report in its log.
+build_tsan() {
+	CC=clang build build-tsan -DCMAKE_BUILD_TYPE=Debug -DP2Z_TSAN=ON
+}
+
+step "build clang tsan" build_tsan
+step "tests clang tsan: stress, unit (dev, emu, zone, uring)" \
+	env TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
+	bash -c "cd build-tsan && ctest --output-on-failure -j2 -R '^(func/1003|unit/check_(dev|emu|zone|uring))'"
 if [ "${P2Z_VM:-1}" != 0 ]; then
 	step "device tests in a QEMU guest (kernels 6.1, 6.12)" \
 		env P2Z_BUILD="$top/build-gcc" P2Z_VM_WORK="$top/build-vm" \

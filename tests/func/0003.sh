@@ -5,7 +5,6 @@
 . "$(dirname "$0")/common.sh"
 
 p2z_init "kill -9 keeps acknowledged writes; mount closes open zones"
-need_emu "kills the daemon under a fresh image"
 
 p2z_device "$P2Z_GEOM" 4 0 --max-open 4
 p2z_mount explicit-open

@@ -33,6 +33,24 @@
 # a write to seq/1 triggers the error, then the states are checked, and
 # again after a remount. remount-ro also turns the mount itself read-only
 # (statfs ST_RDONLY, "ro" in mountinfo); the other policies leave it rw.
+# In every case the daemon keeps running and serving the other zones.
+#
+# The matrix: errors= mode x fault x when, and the test of each cell.
+# "I/O error" is po2zfs-emu's fail-next-io (one-shot EIO); "at mount"
+# means the fault is in the image before the daemon opens it (read-only
+# and offline zones are then shown as found, whatever the mode, and the
+# mount stays read-write; a pending I/O error hits the first write after
+# the mount and takes the policy's action as while mounted).
+#
+#  fault \ mode       remount-ro    zone-ro  zone-offline  repair
+#  I/O error, mounted   0501 (also    0502     0503          0504
+#                       default)
+#  read-only, mounted   0501          0502     0503          0504
+#  offline, mounted     0501          0502     0503          0504
+#  I/O error, at mount  1004          1004     1004          1004
+#  read-only, at mount  0506 (default), 1004 for all four modes
+#  offline, at mount    0506 (default), 1004 for all four modes
+#  read error, mounted  0505: EIO, no policy action, in all four modes
 
 # mode_bits_none FILE MASK WHAT: (st_mode & MASK) == 0
 mode_bits_none()
@@ -42,13 +60,22 @@ mode_bits_none()
 		fail "$3: mode $REPLY of ${1#"$MNT"/} has bits of $(printf %04o "$2")"
 }
 
-# fault_case MODE FAULT
+# daemon_alive WHAT: the daemon has not exited
+daemon_alive()
+{
+	kill -0 "$DAEMON_PID" 2>/dev/null ||
+		fail "$1: the daemon exited: $(tail -n 3 "$WORK/daemon.log")"
+}
+
+# fault_case MODE FAULT [at-mount]: with at-mount, FAULT (fail-next-io) is
+# set in the image between two mounts instead of in the running daemon
 fault_case()
 {
-	local mode=$1 fault=$2 k=$MNT/seq/1 j=$MNT/seq/2 d c what immut=0
-	local inacc=0 size_k opt="errors=$mode"
+	local mode=$1 fault=$2 when=${3:-mounted} k=$MNT/seq/1 j=$MNT/seq/2
+	local d c what immut=0 inacc=0 size_k opt="errors=$mode"
 
 	what="errors=$mode, $fault"
+	[ "$when" = at-mount ] && what="$what at mount"
 	if [ "$mode" = default ]; then
 		# no errors= option: remount-ro
 		opt=
@@ -59,10 +86,16 @@ fault_case()
 	d=$((LBA * 4))
 	append "$k" 0 "$d" 171
 	append "$j" 0 "$LBA" 172
+	if [ "$when" = at-mount ]; then
+		p2z_umount
+		run_tio_emu set-zone "$DEV" $((NCNV + 1)) "$fault"
+		p2z_mount "$opt"
+	fi
 	xattr "$k" user.zone.cond
 	c=$REPLY
 	assert_mount_rw "$what, before the fault"
-	run_tio_emu set-zone "$DEV" $((NCNV + 1)) "$fault"
+	[ "$when" = at-mount ] ||
+		run_tio_emu set-zone "$DEV" $((NCNV + 1)) "$fault"
 	case $fault in
 	fail-next-io)
 		expect EIO "write hitting the injected fault ($what)" \
@@ -76,6 +109,7 @@ fault_case()
 	esac
 	# remount-ro makes the mount itself read-only, as zonefs does
 	[ "$mode" = remount-ro ] && wait_mount_ro "$what"
+	daemon_alive "$what"
 
 	# expected state of seq/1
 	[ "$fault" != fail-next-io ] && immut=1
@@ -93,6 +127,8 @@ fault_case()
 	if [ "$mode" = repair ] && [ "$fault" = fail-next-io ]; then
 		append "$k" "$d" "$LBA" 171
 		verify "$k" 0 $((d + LBA)) 171
+		# a closed zone (at mount) is open again after that write
+		[ "$c" = closed ] && c=implicit-open
 	elif [ $immut = 1 ] && [ "$mode" = remount-ro ]; then
 		expect_one_of "EPERM EROFS" "write to seq/1 ($what)" \
 			write "$k" "$size_k" "$LBA"
@@ -170,4 +206,48 @@ errors_test()
 	fault_case "$1" fail-next-io
 	fault_case "$1" read-only
 	fault_case "$1" offline
+}
+
+# cond_at_mount_case MODE: seq/1 read-only and seq/2 offline in the image
+# before the mount, under errors=MODE: shown as zonefs shows them, no
+# policy action (the mount stays read-write), the other zones work, the
+# daemon keeps running.
+cond_at_mount_case()
+{
+	local mode=$1 what="errors=$1, read-only and offline zones at mount"
+
+	p2z_device "$P2Z_GEOM" 4 0
+	p2z_mount "errors=$mode"
+	append "$MNT/seq/1" 0 $((LBA * 2)) 191
+	append "$MNT/seq/2" 0 $((LBA * 2)) 192
+	append "$MNT/seq/3" 0 "$LBA" 193
+	p2z_umount
+	run_tio_emu set-zone "$DEV" $((NCNV + 1)) read-only
+	run_tio_emu set-zone "$DEV" $((NCNV + 2)) offline
+	p2z_mount "errors=$mode"
+	assert_mount_rw "$what"
+	assert_cond "$MNT/seq/1" read-only "$what"
+	assert_size "$MNT/seq/1" 0 "$what"
+	mode_bits_none "$MNT/seq/1" 0222 "$what"
+	expect 0 "read of a read-only zone file ($what)" \
+		read "$MNT/seq/1" 0 "$LBA"
+	expect EPERM "write to a read-only zone ($what)" \
+		write "$MNT/seq/1" 0 "$LBA"
+	expect EPERM "reset of a read-only zone ($what)" truncate "$MNT/seq/1" 0
+	assert_cond "$MNT/seq/2" offline "$what"
+	assert_size "$MNT/seq/2" 0 "$what"
+	mode_bits_none "$MNT/seq/2" 0777 "$what"
+	expect EPERM "read of an offline zone ($what)" read "$MNT/seq/2" 0 "$LBA"
+	expect EPERM "write to an offline zone ($what)" \
+		write "$MNT/seq/2" 0 "$LBA"
+	expect EPERM "reset of an offline zone ($what)" truncate "$MNT/seq/2" 0
+	# none of this was an I/O error: no policy action
+	assert_mount_rw "$what, after the refused operations"
+	daemon_alive "$what"
+	verify "$MNT/seq/3" 0 "$LBA" 193
+	append "$MNT/seq/0" 0 "$LBA" 194
+	verify "$MNT/seq/0" 0 "$LBA" 194
+	still_serving "$MNT/seq/3"
+	p2z_umount
+	info "ok: $what"
 }

@@ -263,6 +263,12 @@ build_base_cpio() {
 	mkdir -p "$root/p2z/build/tests"
 	cp "$work/bin/p2z_tio" "$root/p2z/build/tests/"
 	copy_libs "$root" "$work/bin/p2z_tio"
+	# helpers of the crash (func/1001) and stress (func/1003) tests
+	for b in p2z_crash p2z_stress; do
+		[ -x "$build/tests/$b" ] || continue
+		cp "$build/tests/$b" "$root/p2z/build/tests/"
+		copy_libs "$root" "$build/tests/$b"
+	done
 	cp -a "$top/tests/func" "$root/p2z/tests/"
 	cp "$vm/guest.sh" "$root/p2z/"
 	cp "$vm/init" "$root/init"

@@ -1,0 +1,52 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# Stress: on 4 zones, threads mixing appends (direct and not), cached and
+# O_DIRECT reads, resets, finishes, stat, getxattr, explicit opens and
+# closes, for a bounded time, with invariants checked as they run (see
+# helpers/p2z_stress.c): read-back equals what was appended, the size never
+# shrinks between resets, user.zone.wp equals the size, the open and active
+# zone limits hold. Twice: a npo2 geometry with 4 KiB LBAs, then 512-byte
+# LBAs with -o explicit-open. The daemon must exit 0 at unmount and print
+# no sanitizer report: the test command runs this under the ASan+UBSan and
+# the TSan builds (TSAN_OPTIONS=halt_on_error=1:exitcode=66).
+# P2Z_STRESS_SECONDS: seconds per round (default 4).
+. "$(dirname "$0")/common.sh"
+
+p2z_init "stress: concurrent appends, reads, truncates, stat, getxattr, opens"
+STRESS=$P2Z_BUILD/tests/p2z_stress
+if [ ! -x "$STRESS" ]; then
+	STRESS=$WORK/p2z_stress
+	command -v "${CC:-cc}" >/dev/null ||
+		skip "p2z_stress helper not built and no C compiler"
+	"${CC:-cc}" -D_GNU_SOURCE -O2 -pthread -o "$STRESS" \
+		"$P2Z_FUNC_DIR/helpers/p2z_stress.c" || fail "cannot build p2z_stress"
+fi
+secs=${P2Z_STRESS_SECONDS:-4}
+
+# no_sanitizer_report WHAT: the daemon's log holds no sanitizer report
+no_sanitizer_report()
+{
+	local r
+
+	r=$(grep -m 3 -E 'WARNING: ThreadSanitizer|ERROR: AddressSanitizer|ERROR: LeakSanitizer|runtime error:' \
+		"$WORK/daemon.log") && fail "$1: sanitizer report in the daemon's log: $r"
+	return 0
+}
+
+for round in "12M/10M/4096 -" "3M/3M/512 explicit-open"; do
+	read -r geom opt <<<"$round"
+	[ "$opt" = - ] && opt=
+	p2z_device "$geom" 5 0 --max-open 2 --max-active 3
+	p2z_mount "$opt"
+	need_seq 5
+	out=$("$STRESS" "$MNT" 4 "$secs" 2>&1)
+	rc=$?
+	[ $rc = 0 ] || fail "$geom ${opt:-default}: p2z_stress exited $rc: $out"
+	info "$geom ${opt:-default}, $secs s: $out"
+	# the stress left zones active: free the device's active slots
+	p2z_reset_seq 0 1 2 3
+	still_serving "$MNT/seq/4"
+	p2z_umount
+	no_sanitizer_report "$geom ${opt:-default}"
+done
+exit 0
