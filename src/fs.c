@@ -149,6 +149,8 @@ struct p2z_fs {
 	uint64_t nr_closing; /* guarded by closing_lock */
 	struct fuse_session *se; /* for invalidations; NULL: cache nothing */
 	uint64_t page_bytes;
+	uint32_t *writers; /* open writers per zone file, atomic */
+	uint32_t po2_writers; /* open writers of po2, atomic */
 	struct p2z_stat stats[P2Z_FS_STAT_NR];
 };
 
@@ -376,12 +378,37 @@ static int p2z_fs_stat(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	return 0;
 }
 
-/* Zone files change, but the daemon tells the kernel when (p2z_fs_inval). */
+/*
+ * Zone files change, but the daemon tells the kernel when (p2z_fs_inval),
+ * so an idle zone file's attributes may be kept. Not while the file (or
+ * po2) is open for writing: the kernel then applies the replies of
+ * concurrent GETATTR, READ and WRITE requests in an order of its own, and
+ * stat(2) was seen to return a size smaller than the one it had returned
+ * just before (a test appending while others read and stat: tests/func
+ * 1003). With a timeout of 0 every stat(2) asks the daemon, whose write
+ * pointer only grows.
+ */
 static double p2z_fs_attr_timeout(const struct p2z_fs *fs,
 				  const struct p2z_fs_node *n)
 {
-	return n->kind == P2Z_FS_ZONE && !fs->se ? 0.0 :
-						   P2Z_FS_STATIC_ATTR_TIMEOUT;
+	if (n->kind != P2Z_FS_ZONE)
+		return P2Z_FS_STATIC_ATTR_TIMEOUT;
+	if (!fs->se ||
+	    __atomic_load_n(&fs->writers[n->zidx], __ATOMIC_RELAXED) ||
+	    __atomic_load_n(&fs->po2_writers, __ATOMIC_RELAXED))
+		return 0.0;
+	return P2Z_FS_STATIC_ATTR_TIMEOUT;
+}
+
+/* Count the writers of zone files and po2 (see p2z_fs_attr_timeout()). */
+static void p2z_fs_count_writer(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				int by)
+{
+	uint32_t *c = n->kind == P2Z_FS_ZONE ? &fs->writers[n->zidx] :
+					       &fs->po2_writers;
+
+	if (n->kind == P2Z_FS_ZONE || n->kind == P2Z_FS_PO2)
+		__atomic_add_fetch(c, (uint32_t)by, __ATOMIC_RELAXED);
 }
 
 /*
@@ -394,6 +421,21 @@ static void p2z_fs_after_error(struct p2z_fs *fs, const struct p2z_fs_node *n,
 {
 	if (ret == -EIO && n->kind == P2Z_FS_ZONE)
 		p2z_fs_inval(fs, n->ino, 0);
+}
+
+/*
+ * A zone was reset or finished: drop every page and the attributes the
+ * kernel keeps of its file before the request is answered. The kernel
+ * truncates its page cache itself only when its own idea of the size
+ * changes, and a read reply that crossed the reset may have set that size
+ * already; the invalidation also makes replies of requests sent before the
+ * reset too old to apply. Safe inside the request: sequential zone files
+ * never have pages under writeback, and reads of the zone wait for no lock
+ * the reset still holds.
+ */
+static void p2z_fs_inval_reset(struct p2z_fs *fs, const struct p2z_fs_node *n)
+{
+	p2z_fs_inval(fs, n->ino, 0);
 }
 
 /* ---- names ---- */
@@ -515,6 +557,7 @@ static int p2z_fs_setattr_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 		if (ret)
 			return ret;
 		p2z_fs_touch(fs, n->ino);
+		p2z_fs_inval_reset(fs, n);
 	}
 	if (to_set & meta)
 		return p2z_fs_setattr_meta(fs, n, attr, to_set);
@@ -794,8 +837,10 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 		ret = n->kind == P2Z_FS_ZONE ?
 			      p2z_zone_truncate(fs->zt, n->zidx, 0) :
 			      -EPERM;
-		if (!ret)
+		if (!ret) {
 			p2z_fs_touch(fs, n->ino);
+			p2z_fs_inval_reset(fs, n);
+		}
 	}
 	if (ret && f->writer && n->kind == P2Z_FS_ZONE)
 		p2z_zone_put_write(fs->zt, n->zidx);
@@ -803,6 +848,8 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 			!p2z_fs_node_may_cache(fs, n, f->writer);
 	/* The daemon drops what changes behind the kernel (p2z_fs_inval). */
 	fi->keep_cache = !fi->direct_io && fs->se;
+	if (!ret && f->writer)
+		p2z_fs_count_writer(fs, n, 1);
 	return ret;
 }
 
@@ -811,6 +858,8 @@ static void p2z_fs_release_file(struct p2z_fs *fs, const struct p2z_fs_node *n,
 {
 	if (f->writer && n->kind == P2Z_FS_ZONE)
 		p2z_zone_put_write(fs->zt, n->zidx);
+	if (f->writer)
+		p2z_fs_count_writer(fs, n, -1);
 	p2z_fs_file_set_closing(fs, f, false);
 	free(f);
 }
@@ -1323,7 +1372,10 @@ int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 	fs->nr_inodes = P2Z_FS_INO_ZONE0 + zt->geom.nr_zones;
 	fs->page_bytes = (uint64_t)sysconf(_SC_PAGESIZE);
 	fs->attrs = calloc(fs->nr_inodes, sizeof(*fs->attrs));
-	if (!fs->attrs) {
+	fs->writers = calloc(zt->geom.nr_zones, sizeof(*fs->writers));
+	if (!fs->attrs || !fs->writers) {
+		free(fs->attrs);
+		free(fs->writers);
 		free(fs);
 		return -ENOMEM;
 	}
@@ -1366,5 +1418,6 @@ void p2z_fs_free(struct p2z_fs *fs)
 	pthread_mutex_destroy(&fs->pool_lock);
 	pthread_mutex_destroy(&fs->attr_lock);
 	free(fs->attrs);
+	free(fs->writers);
 	free(fs);
 }
