@@ -298,8 +298,8 @@ table() {
 	echo "- zonefs on ns2's block device, po2zfs po2 on ns3's and npo2 on" \
 		"ns1's generic device, mounted together"
 	echo "- fio psync, QD1, $BENCH_MIB MiB per job, appends with" \
-		"file_append=1 direct=1 to a reset zone file; $BENCH_ROUNDS" \
-		"rounds, variants interleaved; medians; a ratio is the median" \
+		"file_append=1 direct=1 to a reset zone file; rounds:" \
+		"$BENCH_ROUNDS, variants interleaved; medians; a ratio is the median" \
 		"of the per-round ratios"
 	[ "$DONE" = "$BENCH_ROUNDS" ] ||
 		echo "- **only $DONE of $BENCH_ROUNDS rounds complete**: time" \

@@ -87,13 +87,16 @@ host_info() {
 	echo "${cpu:-unknown CPU}, $(nproc) CPUs, $mem, $(uname -sr); QEMU $qv TCG"
 }
 
-# The sources of $build: "<git describe> (<build dir>)"
+# What is measured: "<git describe of $build's source tree now> (<build
+# dir>, binary <sha256 prefix>)". The tree may have moved on since the
+# build; the hash tells two binaries apart.
 source_info() {
-	local src d
+	local src d sum
 
 	src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
 	d=$(git -C "${src:-$top}" describe --always --dirty 2>/dev/null)
-	echo "${d:-unknown} ($build)"
+	sum=$(sha256sum "$build/po2zfs" | cut -c1-12)
+	echo "${d:-unknown} ($build, binary $sum)"
 }
 
 main() {
