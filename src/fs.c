@@ -1319,6 +1319,12 @@ static void p2z_fs_init(void *userdata, struct fuse_conn_info *conn)
 	/* Keeps the writes of one file in order: see the top of this file. */
 	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
+	/*
+	 * No splice: libfuse would leave a WRITE's data in a pipe, to be
+	 * copied out of it once more. Read into memory, the data goes to the
+	 * device from where it landed (p2z_fs_write_data()).
+	 */
+	conn->want &= ~FUSE_CAP_SPLICE_READ;
 	if (conn->capable & FUSE_CAP_ATOMIC_O_TRUNC)
 		conn->want |= FUSE_CAP_ATOMIC_O_TRUNC;
 	if (conn->capable & FUSE_CAP_AUTO_INVAL_DATA)

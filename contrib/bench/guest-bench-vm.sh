@@ -122,7 +122,7 @@ fio_parse() { # json section bytes
 run_job() { # round variant op size index
 	local r=$1 v=$2 op=$3 bs=$4 k=$5 args out sec=read n bsb val
 	local want=$((BENCH_MIB * M))
-	local ns off f
+	local ns off f=
 
 	bsb=$(numfmt --from=iec "$bs")
 	args=(--name="$op-$bs" --iodepth=1 --output-format=json)
@@ -165,8 +165,12 @@ run_job() { # round variant op size index
 		esac
 		;;
 	esac
+	# the daemon's own counters of this job (user.dev.stats)
+	[ -n "$f" ] && setfattr -n user.dev.stats -v 0 "/mnt/$v" 2>/dev/null
 	fio "${args[@]}" --output="$out" >"$out.err" 2>&1
 	n=$?
+	[ -n "$f" ] && getfattr --only-values -n user.dev.stats "/mnt/$v" \
+		>"${out%.json}.stats" 2>/dev/null
 	if [ $n = 0 ] && val=$(fio_parse "$out" $sec "$want"); then
 		echo "$r $v $op $bs $val" >>"$RES"
 	else
@@ -371,7 +375,39 @@ done
 [ "$SECONDS" -le "$BENCH_BUDGET" ] ||
 	say "time budget of ${BENCH_BUDGET}s passed in round $((DONE + 1))"
 
-table | sed 's/^/P2Z-TABLE /'
+# Where a request's time goes: per po2zfs job of the last round, the FUSE
+# requests the daemon served (fs.*: count, mean size, mean time) and what
+# the device took of that time (dev.*), from user.dev.stats.
+stats_table() {
+	local v op bs st fsl dvl
+	echo
+	echo "Inside the daemon, last round (user.dev.stats: requests, mean size," \
+		"mean µs in the daemon, of which in the device):"
+	echo
+	echo "| job | variant | requests | KiB/request | µs/request | µs in device |"
+	echo "|---|---|---|---|---|---|"
+	for bs in $BENCH_SIZES; do
+		for op in append dread bread; do
+			for v in po2 npo2; do
+				st=$J/r$DONE-$v-$op-$bs.stats
+				[ -s "$st" ] || continue
+				[ $op = append ] && fsl=fs.write || fsl=fs.read
+				[ $op = append ] && dvl="dev.append|dev.write" || dvl=dev.read
+				awk -v job="$op $bs" -v v="$v" -v fsl="$fsl" -v dvl="^($dvl)\$" '
+				function val(line, k,   i, a) {
+					for (i = 2; i <= split(line, a, " "); i++)
+						if (index(a[i], k "=") == 1)
+							return substr(a[i], length(k) + 2)
+					return 0 }
+				$1 == fsl { nr = val($0, "nr"); by = val($0, "bytes"); us = val($0, "avg_us") }
+				$1 ~ dvl { dnr += val($0, "nr"); dus += val($0, "avg_us") * val($0, "nr") }
+				END { if (nr) printf "| %s | %s | %d | %.0f | %d | %.0f |\n", job, v, nr, by / nr / 1024, us, dus / nr }' "$st"
+			done
+		done
+	done
+}
+
+{ table; stats_table; } | sed 's/^/P2Z-TABLE /'
 
 for v in po2 npo2; do
 	mountpoint -q "/mnt/$v" || continue
