@@ -28,6 +28,9 @@ exec 5<&-
 # The race: 4000 appends against three readers (before the fix, about
 # one run in three saw zeros).
 count=4000
+# With LBAs of a page or more there is no partial page to race on: fewer
+# appends keep the check without its cost (the QEMU guest, TCG).
+[ "$LBA" -ge 4096 ] && count=500
 run_tio eofrace "$f" "$count" "$LBA" 3 51
 case $TIO_OUT in
 reads=*" bad=0") info "$TIO_OUT" ;;
