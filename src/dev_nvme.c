@@ -62,6 +62,7 @@ struct p2z_nvme {
 	char ng[PATH_MAX];
 	uint32_t nsid;
 	uint64_t nr_lba;
+	uint32_t dma_mask; /* p2z_nvme_path_dma_mask() */
 	struct p2z_rings rings;
 };
 
@@ -129,9 +130,29 @@ static int p2z_nvme_res(int res)
 }
 
 /* Run one command and wait for it; @result gets CQE dwords 0-1. */
+/*
+ * Data the daemon hands in where FUSE put it (after the request header) is
+ * dword aligned, which NVMe needs; but the block layer bounces a passthrough
+ * buffer itself, page by page, when it is not aligned to the queue's DMA
+ * alignment, and the queue of a hidden npo2 disk keeps the default (512).
+ * There a copy into the ring's own aligned buffer is cheaper (guest, 6.12,
+ * 1 MiB appends of 124 KiB pieces: 9770 us in the device per request
+ * without it, 5204 with it); where the queue takes dwords, no copy.
+ */
+static bool p2z_nvme_bounces(const struct p2z_nvme *nv,
+			     const struct p2z_ring *r,
+			     const struct p2z_nvme_cmd *c)
+{
+	return r->buf && c->buf && c->len <= nv->dev.info.max_xfer_bytes &&
+	       ((uintptr_t)c->buf & nv->dma_mask) &&
+	       (c->opcode == nvme_cmd_write ||
+		c->opcode == nvme_zns_cmd_append);
+}
+
 static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 			 uint64_t *result)
 {
+	struct p2z_nvme_cmd bc;
 	struct p2z_ring *r;
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
@@ -143,6 +164,12 @@ static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 	sqe = io_uring_get_sqe(&r->ring);
 	if (!sqe)
 		return -EBUSY;
+	if (p2z_nvme_bounces(nv, r, c)) {
+		bc = *c;
+		memcpy(r->buf, c->buf, c->len);
+		bc.buf = r->buf;
+		c = &bc;
+	}
 	p2z_nvme_prep(nv, sqe, c);
 	ret = p2z_ring_submit(r);
 	if (ret != 1) {
@@ -688,8 +715,10 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	if (ret)
 		goto out_close;
 	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
+	nv->dma_mask = p2z_nvme_path_dma_mask(w) | 3;
 	ret = p2z_rings_init(&nv->rings, P2Z_NVME_QD,
-			     IORING_SETUP_SQE128 | IORING_SETUP_CQE32, 0,
+			     IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
+			     nv->dma_mask > 3 ? nv->dev.info.max_xfer_bytes : 0,
 			     nv->ng);
 	if (ret)
 		goto out_close;

@@ -451,6 +451,18 @@ void p2z_nvme_path_close(struct p2z_nvme_path *np)
  * LBAs) fail with EINVAL there. Buffers that are not page aligned need one
  * segment more than their pages.
  */
+uint32_t p2z_nvme_path_dma_mask(const struct p2z_nvme_path *np)
+{
+	char dir[PATH_MAX];
+	uint64_t mask;
+
+	snprintf(dir, sizeof(dir), "/sys/block/%s/queue", np->disk);
+	if (!np->disk[0] || p2z_nvme_sysfs_u64(dir, "dma_alignment", &mask) ||
+	    mask > 4095)
+		return 511;
+	return (uint32_t)mask;
+}
+
 uint32_t p2z_nvme_path_max_bytes(const struct p2z_nvme_path *np)
 {
 	uint64_t kb, segs, max;

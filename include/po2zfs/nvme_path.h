@@ -116,4 +116,17 @@ void p2z_nvme_path_close(struct p2z_nvme_path *np);
  */
 uint32_t p2z_nvme_path_max_bytes(const struct p2z_nvme_path *np);
 
+/**
+ * p2z_nvme_path_dma_mask() - alignment the kernel wants of passthrough data
+ * @np: open namespace
+ *
+ * From the disk's queue/dma_alignment: a buffer whose address has any of
+ * these bits set is bounced by the block layer, page by page. NVMe queues
+ * say 3 (dwords); the hidden disk of an npo2 namespace, whose limits are
+ * never set, keeps the default 511.
+ *
+ * Return: the mask; 511 when sysfs does not say.
+ */
+uint32_t p2z_nvme_path_dma_mask(const struct p2z_nvme_path *np);
+
 #endif /* PO2ZFS_NVME_PATH_H */
