@@ -252,6 +252,11 @@ run_config() { # config path backend nsid zone cap full|quick
 		result "$cfg" setup FAIL "no generic device for nsid $4"
 		return
 	fi
+	# A configuration starts from an empty namespace: the one before on
+	# the same namespace may have left zones active (crash and stress
+	# tests do), and the device-layer test opens zones explicitly.
+	nvme zns reset-zone "$ng" -a >/dev/null 2>&1 ||
+		echo "P2Z-VM $cfg: nvme zns reset-zone -a $ng failed"
 	test_dev "$cfg" "$2" "$3" "$ng" "$5" "$6"
 	if [ ! -x /p2z/build/po2zfs ]; then
 		result "$cfg" mount FAIL "po2zfs was not built"
