@@ -386,7 +386,11 @@ static int p2z_fs_stat(struct p2z_fs *fs, const struct p2z_fs_node *n,
  * stat(2) was seen to return a size smaller than the one it had returned
  * just before (a test appending while others read and stat: tests/func
  * 1003). With a timeout of 0 every stat(2) asks the daemon, whose write
- * pointer only grows.
+ * pointer only grows. A reply computed before the first writer opened may
+ * still carry a long timeout: stat(2) returns a reply the kernel did not
+ * apply (an older one had been applied meanwhile) and then that older,
+ * cached size. Opening a zone file for writing therefore invalidates its
+ * attributes, which makes the kernel drop such replies.
  */
 static double p2z_fs_attr_timeout(const struct p2z_fs *fs,
 				  const struct p2z_fs_node *n)
@@ -832,6 +836,14 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 		if (ret)
 			return ret;
 	}
+	/*
+	 * From here on, attribute replies of the zone file are not cached;
+	 * the invalidation below (or the reset's) then makes the kernel drop
+	 * the replies computed before, which may still carry a long timeout
+	 * (see p2z_fs_attr_timeout()).
+	 */
+	if (f->writer)
+		p2z_fs_count_writer(fs, n, 1);
 	/* FUSE_CAP_ATOMIC_O_TRUNC: O_TRUNC comes here, not as a setattr. */
 	if (trunc) {
 		ret = n->kind == P2Z_FS_ZONE ?
@@ -841,15 +853,18 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 			p2z_fs_touch(fs, n->ino);
 			p2z_fs_inval_reset(fs, n);
 		}
+	} else if (f->writer && n->kind == P2Z_FS_ZONE) {
+		p2z_fs_inval(fs, n->ino, -1);
 	}
-	if (ret && f->writer && n->kind == P2Z_FS_ZONE)
-		p2z_zone_put_write(fs->zt, n->zidx);
+	if (ret && f->writer) {
+		if (n->kind == P2Z_FS_ZONE)
+			p2z_zone_put_write(fs->zt, n->zidx);
+		p2z_fs_count_writer(fs, n, -1);
+	}
 	fi->direct_io = (fi->flags & O_DIRECT) ||
 			!p2z_fs_node_may_cache(fs, n, f->writer);
 	/* The daemon drops what changes behind the kernel (p2z_fs_inval). */
 	fi->keep_cache = !fi->direct_io && fs->se;
-	if (!ret && f->writer)
-		p2z_fs_count_writer(fs, n, 1);
 	return ret;
 }
 
