@@ -378,13 +378,49 @@ static void *mutator_main(void *arg)
 
 /* ---------------------------------------------------------------- readers */
 
-static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
-		       uint64_t ofs, uint64_t n, uint64_t g1, uint64_t g2,
-		       bool direct)
+/*
+ * After a bad read: what the block at @ofs holds now, read directly and
+ * through the page cache (new opens), for the report.
+ */
+static void reread(struct st_thread *t, uint32_t zi, uint64_t ofs,
+		   char again[2][64])
 {
 	struct st_ctx *c = t->c;
-	uint64_t i, gen, end = atomic_load(&c->z[zi].data_end);
-	uint64_t label = atomic_load(&c->z[zi].label);
+	uint64_t gen = 0;
+	char *b = xalloc(c->lba);
+	int k, fd, r;
+
+	for (k = 0; k < 2; k++) {
+		fd = open(c->z[zi].path, O_RDONLY | (k ? 0 : O_DIRECT));
+		if (fd < 0 || pread(fd, b, c->lba, ofs) != (ssize_t)c->lba) {
+			snprintf(again[k], 64, "fails: %s", en(errno));
+		} else {
+			r = blk_check(b, c->lba, zi, ofs, &gen);
+			if (r == 0)
+				snprintf(again[k], 64, "generation %" PRIu64,
+					 gen);
+			else
+				snprintf(again[k], 64, "%s",
+					 r == 1 ? "zeros" : "bad block");
+		}
+		if (fd >= 0)
+			close(fd);
+	}
+	free(b);
+}
+
+/*
+ * @label and @end were loaded after @g1 and before the read: with g1 == g2
+ * (even), no reset or finish started in between, so they are the zone's
+ * while the read ran. (Loaded after g2, a reset starting just then would
+ * show its new label against a block read before it.)
+ */
+static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
+		       uint64_t ofs, uint64_t n, uint64_t g1, uint64_t g2,
+		       uint64_t label, uint64_t end, bool direct)
+{
+	struct st_ctx *c = t->c;
+	uint64_t i, gen;
 	bool stable = g1 == g2 && !(g1 & 1);
 	int r;
 
@@ -411,13 +447,17 @@ static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
 			return;
 		}
 		if (r == 0 && gen != label) {
+			char again[2][64];
+
+			reread(t, zi, ofs + i, again);
 			violation(c,
 				  "seq/%u: %s read at %" PRIu64
 				  ": block at %" PRIu64
 				  " written before reset %" PRIu64
-				  ", now %" PRIu64,
+				  ", now %" PRIu64 " (read again: direct %s, "
+				  "cached %s)",
 				  zi, direct ? "direct" : "cached", ofs,
-				  ofs + i, gen, label);
+				  ofs + i, gen, label, again[0], again[1]);
 			return;
 		}
 	}
@@ -428,11 +468,13 @@ static void read_once(struct st_thread *t, uint32_t zi, int fd, bool direct,
 		      char *buf)
 {
 	struct st_ctx *c = t->c;
-	uint64_t g1, g2, ofs, len, nlba;
+	uint64_t g1, g2, ofs, len, nlba, label, end;
 	struct stat st;
 	ssize_t n;
 
 	g1 = atomic_load(&c->z[zi].gen);
+	label = atomic_load(&c->z[zi].label);
+	end = atomic_load(&c->z[zi].data_end);
 	if (fstat(fd, &st)) {
 		violation(c, "seq/%u: fstat: %s", zi, en(errno));
 		return;
@@ -455,7 +497,7 @@ static void read_once(struct st_thread *t, uint32_t zi, int fd, bool direct,
 		violation(c, "seq/%u: read returned %zd, not whole LBAs", zi,
 			  n);
 	else
-		check_read(t, zi, buf, ofs, n, g1, g2, direct);
+		check_read(t, zi, buf, ofs, n, g1, g2, label, end, direct);
 	atomic_fetch_add(&c->reads, 1);
 }
 
