@@ -89,9 +89,9 @@ build_tsan() {
 }
 
 step "build clang tsan" build_tsan
-step "tests clang tsan: threaded unit tests (dev, emu, zone, uring)" \
+step "tests clang tsan: stress, unit (dev, emu, zone, uring)" \
 	env TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
-	bash -c "cd build-tsan && ctest --output-on-failure -j2 -R '^unit/check_(dev|emu|zone|uring)'"
+	bash -c "cd build-tsan && ctest --output-on-failure -j2 -R '^(func/1003|unit/check_(dev|emu|zone|uring))'"
 if [ "${P2Z_VM:-1}" != 0 ]; then
 	step "device tests in a QEMU guest (kernels 6.1, 6.12)" \
 		env P2Z_BUILD="$top/build-gcc" P2Z_VM_WORK="$top/build-vm" \
