@@ -326,8 +326,10 @@ p2z_cleanup()
 		wait "$DAEMON_PID" 2>/dev/null
 	fi
 	if [ $rc -ne 0 ] && [ $rc -ne 77 ] && [ -s "$WORK/daemon.log" ]; then
-		echo "--- $T_NAME: daemon output (last 40 lines):" >&2
-		tail -n 40 "$WORK/daemon.log" >&2
+		local n=40
+		grep -q '^--- thread ' "$WORK/daemon.log" && n=300
+		echo "--- $T_NAME: daemon output (last $n lines):" >&2
+		tail -n $n "$WORK/daemon.log" >&2
 	fi
 	if [ -n "$MNT" ] && is_mounted "$MNT"; then
 		echo "$T_NAME: $MNT still mounted, leaving $WORK" >&2
@@ -542,23 +544,34 @@ p2z_read_geom()
 }
 
 # p2z_umount: unmount, then the daemon must exit by itself with status 0
-# (a sanitizer report or a crash at exit fails the test).
+# (a sanitizer report or a crash at exit fails the test). A daemon that
+# has not exited 30 s later (sanitizer builds on a loaded machine take a
+# few seconds) is taken as hung: its threads' stacks go to the log.
 p2z_umount()
 {
-	local i rc
+	local i rc t
 
 	umount "$MNT" || fail "umount $MNT failed"
 	is_mounted "$MNT" && fail "$MNT still mounted after umount"
 	[ -n "$DAEMON_PID" ] || return 0
-	for ((i = 0; i < 400; i++)); do
+	for ((i = 0; i < 1200; i++)); do
 		kill -0 "$DAEMON_PID" 2>/dev/null || break
 		sleep 0.025
 	done
 	if kill -0 "$DAEMON_PID" 2>/dev/null; then
+		for t in /proc/"$DAEMON_PID"/task/*; do
+			echo "--- thread ${t##*/} $(cat "$t/comm" 2>/dev/null)" \
+				"state $(awk '{print $3}' "$t/stat" 2>/dev/null)" \
+				"wchan $(cat "$t/wchan" 2>/dev/null)"
+			cat "$t/stack" 2>/dev/null
+		done >>"$WORK/daemon.log"
+		command -v gdb >/dev/null &&
+			timeout 60 gdb -q -batch -p "$DAEMON_PID" \
+				-ex 'thread apply all bt' >>"$WORK/daemon.log" 2>&1
 		kill -KILL "$DAEMON_PID"
 		wait "$DAEMON_PID"
 		DAEMON_PID=
-		fail "daemon still running 10 s after unmount"
+		fail "daemon still running 30 s after unmount (stacks in the log)"
 	fi
 	wait "$DAEMON_PID"
 	rc=$?
