@@ -29,9 +29,15 @@ HELPER_DIR=$(realpath /sbin)
 MNT2=$WORK/mnt2
 mkdir "$MNT2" || fail "mkdir $MNT2"
 
+# p2z_cleanup takes the exit status from $?: keep it
 p2z_cleanup_1101()
 {
-	[ -n "$MNT2" ] && is_mounted "$MNT2" && umount "$MNT2"
+	local rc=$?
+
+	if is_mounted "$MNT2"; then
+		umount "$MNT2" 2>/dev/null || umount -l "$MNT2"
+	fi
+	(exit $rc)
 	p2z_cleanup
 }
 trap p2z_cleanup_1101 EXIT
