@@ -37,7 +37,7 @@ p2z_cleanup_1101()
 	if is_mounted "$MNT2"; then
 		umount "$MNT2" 2>/dev/null || umount -l "$MNT2"
 	fi
-	(exit $rc)
+	(exit "$rc")
 	p2z_cleanup
 }
 trap p2z_cleanup_1101 EXIT
@@ -53,6 +53,25 @@ wait_unlocked()
 		sleep 0.025
 	done
 	fail "$1 still locked 10 s after the unmount (daemon still running?)"
+}
+
+# wait_no_daemon PREFIX: no process runs PREFIX/sbin/po2zfs any more (the
+# daemons exit after their unmount, later than they drop the image lock
+# when a sanitizer checks for leaks at exit)
+wait_no_daemon()
+{
+	local i exe busy
+
+	for ((i = 0; i < 400; i++)); do
+		busy=
+		for exe in /proc/[0-9]*/exe; do
+			[ "$(readlink "$exe" 2>/dev/null)" = "$1/sbin/po2zfs" ] &&
+				busy=${exe%/exe}
+		done
+		[ -z "$busy" ] && return 0
+		sleep 0.025
+	done
+	fail "a po2zfs daemon ($busy) still runs 10 s after its unmount"
 }
 
 # find_fs DIR EXPECTED: findmnt's type, source and target of DIR
@@ -184,6 +203,7 @@ for prefix in /usr/local /opt/p2z-1101; do
 	wait_unlocked "$DEV"
 	wait_unlocked "$IMG2"
 
+	wait_no_daemon "$prefix"
 	undo_install "$prefix"
 	info "ok: prefix $prefix"
 done

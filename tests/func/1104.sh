@@ -16,7 +16,14 @@ need_prog cpack
 need_prog python3
 
 WORK=$(mktemp -d "${TMPDIR:-/tmp}/p2z-$T_NAME.XXXXXX") || fail "mktemp failed"
-trap 'rc=$?; [ "${P2Z_KEEP:-0}" = 1 ] || rm -rf "$WORK"; exit $rc' EXIT
+cleanup_1104()
+{
+	local rc=$?
+
+	[ "${P2Z_KEEP:-0}" = 1 ] || rm -rf "$WORK"
+	exit $rc
+}
+trap cleanup_1104 EXIT
 
 version=$(sed -n 's/^set(CPACK_PACKAGE_VERSION "\(.*\)")$/\1/p' \
 	"$P2Z_BUILD/CPackConfig.cmake")
@@ -85,7 +92,8 @@ for m in man7/po2zfs.7 man8/mount.po2zfs.8 man8/po2zfs-emu.8 \
 done
 
 # dpkg -x: the same files
-mkdir "$WORK/x" && dpkg -x "$deb" "$WORK/x" || fail "dpkg -x"
+mkdir "$WORK/x" || fail "mkdir $WORK/x"
+dpkg -x "$deb" "$WORK/x" || fail "dpkg -x"
 cmp "$WORK/x/usr/sbin/po2zfs" "$root/usr/sbin/po2zfs" ||
 	fail "dpkg -x and dpkg --root differ"
 
