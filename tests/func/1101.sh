@@ -10,6 +10,7 @@
 
 # Everything below runs again in a private mount namespace.
 if [ "${P2Z_1101_NS:-}" != 1 ]; then
+	[ -z "$P2Z_TEST_DEV" ] || skip "runs on emulated images only"
 	[ "$(id -u)" = 0 ] || skip "not root (mount namespaces and FUSE mounts)"
 	command -v unshare >/dev/null || skip "no unshare (util-linux)"
 	[ -c /dev/fuse ] || skip "no /dev/fuse"
@@ -132,7 +133,6 @@ undo_install()
 	fi
 }
 
-[ -z "$P2Z_TEST_DEV" ] || skip "runs on emulated images only"
 p2z_device 3M/3M/4096 4
 IMG2=$WORK/dev2.img
 "$EMU" create "$IMG2" --zone-size 3M --zones 4 >/dev/null ||

@@ -7,6 +7,7 @@
 . "$(dirname "$0")/common.sh"
 
 if [ "${P2Z_1102_NS:-}" != 1 ]; then
+	[ -z "$P2Z_TEST_DEV" ] || skip "injects faults: emulated images only"
 	[ "$(id -u)" = 0 ] || skip "not root (mount namespaces and FUSE mounts)"
 	command -v unshare >/dev/null || skip "no unshare (util-linux)"
 	[ -c /dev/fuse ] || skip "no /dev/fuse"
@@ -16,7 +17,6 @@ if [ "${P2Z_1102_NS:-}" != 1 ]; then
 fi
 
 p2z_init "syslog in the background: mount, errors= event, unmount"
-[ -z "$P2Z_TEST_DEV" ] || skip "injects faults: emulated images only"
 need_prog python3
 need_prog flock
 
