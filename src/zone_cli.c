@@ -513,11 +513,9 @@ static int p2z_zcli_zones_of(const struct p2z_zcli *z, struct p2z_dev *dev,
 {
 	const struct p2z_dev_info *in = &dev->info;
 
+	/* Conventional zones need not come first (zbd): all, then narrowed. */
 	if (z->all) {
-		if (in->nr_cnv_zones >= in->nr_zones)
-			return fail(EXIT_FAILURE, "%s: no sequential zones",
-				    dev->path);
-		*first = in->nr_cnv_zones;
+		*first = 0;
 		*last = in->nr_zones - 1;
 		return 0;
 	}
@@ -534,26 +532,30 @@ static int p2z_zcli_zones_of(const struct p2z_zcli *z, struct p2z_dev *dev,
 }
 
 /*
- * Zone types of [first, last]: explicit ranges holding a conventional zone
- * are refused (nothing to reset or finish there); --all skips them. Sets
- * @nr_seq to the number of sequential zones of the range.
+ * Zone types of [*first, *last]: explicit ranges holding a conventional
+ * zone are refused (nothing to reset or finish there); --all skips them and
+ * narrows the range to its first and last sequential zones. Sets @nr_seq to
+ * the number of sequential zones of the range.
  */
 static int p2z_zcli_check_types(const struct p2z_zcli *z, struct p2z_dev *dev,
-				uint64_t first, uint64_t last, uint64_t *nr_seq)
+				uint64_t *first, uint64_t *last,
+				uint64_t *nr_seq)
 {
 	struct p2z_zone_info zi[P2Z_REPORT_BATCH];
-	uint64_t zidx = first;
+	uint64_t zidx = *first, seq_first = 0, seq_last = 0;
 	int n, i;
 
 	*nr_seq = 0;
-	while (zidx <= last) {
+	while (zidx <= *last) {
 		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
 		if (n <= 0)
 			return fail(EXIT_FAILURE, "%s: report zones: %s",
 				    dev->path, strerror(n ? -n : EIO));
-		for (i = 0; i < n && zidx <= last; i++, zidx++) {
+		for (i = 0; i < n && zidx <= *last; i++, zidx++) {
 			if (zi[i].type != P2Z_ZONE_TYPE_CNV) {
-				(*nr_seq)++;
+				if (!(*nr_seq)++)
+					seq_first = zidx;
+				seq_last = zidx;
 				continue;
 			}
 			if (!z->all)
@@ -563,6 +565,10 @@ static int p2z_zcli_check_types(const struct p2z_zcli *z, struct p2z_dev *dev,
 					    dev->path, zidx, z->cmd);
 		}
 	}
+	if (!*nr_seq)
+		return fail(EXIT_FAILURE, "%s: no sequential zones", dev->path);
+	*first = seq_first;
+	*last = seq_last;
 	return 0;
 }
 
@@ -614,7 +620,7 @@ static int p2z_zcli_mgmt(const struct p2z_zcli *z, enum p2z_zone_op op)
 		return ret;
 	ret = p2z_zcli_zones_of(z, dev, &first, &last);
 	if (!ret)
-		ret = p2z_zcli_check_types(z, dev, first, last, &nr_seq);
+		ret = p2z_zcli_check_types(z, dev, &first, &last, &nr_seq);
 	if (ret)
 		goto out_close;
 	if (!z->yes && !p2z_zcli_confirm(z->cmd, dev->path, first, last)) {
