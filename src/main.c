@@ -697,15 +697,18 @@ static void p2z_remount_join(struct p2z_remount *rm)
 		pthread_join(rm->thread, NULL);
 }
 
-static int p2z_serve(struct fuse_session *se, bool foreground)
+static int p2z_serve(struct fuse_session *se, const struct p2z_main_opts *o)
 {
 	struct fuse_loop_config *cfg;
 	int ret;
 
-	if (!foreground)
+	if (!o->foreground)
 		p2z_log_to_syslog("po2zfs");
-	if (fuse_daemonize(foreground))
+	if (fuse_daemonize(o->foreground))
 		return -EIO;
+	/* After the fork: syslog's pid is the daemon's. */
+	p2z_log(LOG_INFO, "%s: mounted %s%s", o->mountpoint_abs, o->device,
+		o->zone.rdonly ? " read-only" : "");
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return -ENOMEM;
@@ -741,9 +744,10 @@ static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
 	if (o->zone.errors == P2Z_ERRORS_REMOUNT_RO && !o->zone.rdonly)
 		p2z_remount_identify(rm);
 	p2z_remount_arm(rm, true);
-	ret = p2z_serve(se, o->foreground);
+	ret = p2z_serve(se, o);
 	p2z_remount_arm(rm, false);
 	fuse_session_unmount(se);
+	p2z_log(LOG_INFO, "%s: unmounted %s", o->mountpoint_abs, o->device);
 out_remove_handlers:
 	fuse_remove_signal_handlers(se);
 out_destroy:

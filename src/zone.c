@@ -135,6 +135,36 @@ static uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
 	return (zi->wp_lba - start) * zt->geom.lba_bytes;
 }
 
+static const char *p2z_errors_name(enum p2z_errors errors)
+{
+	switch (errors) {
+	case P2Z_ERRORS_REMOUNT_RO:
+		return "remount-ro";
+	case P2Z_ERRORS_ZONE_RO:
+		return "zone-ro";
+	case P2Z_ERRORS_ZONE_OFFLINE:
+		return "zone-offline";
+	case P2Z_ERRORS_REPAIR:
+		return "repair";
+	}
+	return "?";
+}
+
+/* What the errors= policy did to a zone, for the log; z->lock held. */
+static const char *p2z_zone_error_action(const struct p2z_zone *z,
+					 enum p2z_errors errors)
+{
+	if (z->flags & P2Z_ZONE_F_OFFLINE)
+		return "zone offline";
+	if (z->flags & P2Z_ZONE_F_RDONLY)
+		return errors == P2Z_ERRORS_REMOUNT_RO ?
+			       "zone and filesystem read-only" :
+			       "zone read-only";
+	if (errors == P2Z_ERRORS_REMOUNT_RO)
+		return "filesystem read-only";
+	return "file size repaired from the device";
+}
+
 /*
  * Apply the errors= policy to a zone whose state was just re-read from the
  * device (zonefs_io_error_cb()). z->lock held.
@@ -194,6 +224,10 @@ static void __p2z_zone_apply_error(struct p2z_zone_table *zt,
 		z->flags &= ~P2Z_ZONE_F_OPEN;
 	if (errors == P2Z_ERRORS_REMOUNT_RO)
 		p2z_zone_set_rdonly(zt, "I/O error");
+	p2z_log(LOG_WARNING,
+		"zone %" PRIu64 ": %s error, zone %s, errors=%s: %s", zidx,
+		write ? "write" : "read", p2z_zone_cond_name(zi->cond),
+		p2z_errors_name(errors), p2z_zone_error_action(z, errors));
 
 	if (data_size <= z->data_bytes)
 		z->data_bytes = data_size;
