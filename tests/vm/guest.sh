@@ -12,7 +12,8 @@
 #
 # For each configuration (device path, backend or "auto") it runs the
 # device-layer test, checks the bytes it left against a raw read and the
-# zone state against nvme-cli, mounts and checks the same through the
+# zone state against nvme-cli and po2zfs-zone (report, JSON, map, finish
+# and reset of another zone), mounts and checks the same through the
 # filesystem, then
 # runs the mount tests (tests/func) with P2Z_TEST_DEV set: all of them on
 # the npo2 and po2 namespaces through passthrough and on the po2 namespace
@@ -125,6 +126,8 @@ test_dev() { # config path backend ng zone cap
 	else
 		result "$cfg" nvme-cli-zone FAIL "zone 2: '$st', expected 'closed $((bytes / lbs))'"
 	fi
+	[ -x /p2z/build/po2zfs-zone ] &&
+		test_zone_tool "$cfg" "$path" "$be" "$ng" "$zone" "$cap" "$lbs" "$bytes"
 	# again under ASan and UBSan (leaks included), then the same end state
 	out=$(ASAN_OPTIONS=detect_leaks=1:exitcode=99 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
@@ -137,6 +140,47 @@ test_dev() { # config path backend ng zone cap
 	else
 		result "$cfg" dev-layer-asan FAIL "exit $r: $(echo "$out" | grep -m1 -E '^  FAIL|ERROR|runtime error')"
 	fi
+}
+
+# po2zfs-zone on the device: zone 2 as the device-layer test left it
+# (closed, BYTES written) in the table, the JSON and the map, then zone 3
+# finished and reset with the tool and checked with nvme-cli.
+test_zone_tool() { # config path backend ng zone cap lbs bytes
+	local cfg=$1 path=$2 ng=$4 zone=$5 cap=$6 lbs=$7 bytes=$8
+	local po2=1 why='' out row cell st pct z3 bo=()
+
+	[ "$3" = auto ] || bo=(--backend "$3")
+	while [ $po2 -lt "$zone" ]; do po2=$((po2 * 2)); done
+	local s=$((2 * zone / lbs)) p=$((2 * po2 / lbs)) w=$((bytes / lbs))
+	pct=$((bytes * 100 / cap))
+	out=$(po2zfs-zone report "${bo[@]}" "$path" 2>&1) || why="report"
+	echo "$out"
+	row=$(echo "$out" | awk '$1 == 2 && $2 == "seq" {print $3, $4, $5, $6, $7, $8}')
+	[ "$row" = "closed $s $p $((s + w)) $((cap / lbs)) $pct%" ] ||
+		why="$why table($row)"
+	out=$(po2zfs-zone report --json "${bo[@]}" "$path" 2>&1) || why="$why json"
+	echo "$out"
+	[[ $out == *'"lba_bytes": '$lbs,* ]] || why="$why json-lba"
+	[[ $out == *'"zone_lba": '$((zone / lbs)),* ]] || why="$why json-zone"
+	[[ $out == *'"po2_zone_lba": '$((po2 / lbs)),* ]] || why="$why json-po2"
+	[[ $out == *'{"zone": 2, "type": "seq", "cond": "closed", "start_lba": '$s', "po2_start_lba": '$p', "wp_lba": '$((s + w))', "cap_lba": '$((cap / lbs))', "fill_pct": '$pct'}'* ]] ||
+		why="$why json-zone2"
+	out=$(po2zfs-zone map "${bo[@]}" "$path" 2>&1) || why="$why map"
+	echo "$out"
+	cell=$(echo "$out" | awk '$1 == "0:" {print $4}')
+	[ "$cell" = "C$((pct / 10))" ] || why="$why map($cell)"
+	z3=$((3 * zone / lbs))
+	po2zfs-zone finish "${bo[@]}" "$path" 3 --yes </dev/null || why="$why finish"
+	st=$(zone_state "$ng" $((zone / lbs)) 3)
+	[ "${st%% *}" = full ] || why="$why nvme-cli-finish($st)"
+	out=$(po2zfs-zone report --json "${bo[@]}" "$path" 2>&1)
+	[[ $out == *'{"zone": 3, "type": "seq", "cond": "full", "start_lba": '$z3,* ]] ||
+		why="$why json-full"
+	po2zfs-zone reset "${bo[@]}" "$path" 3 --yes </dev/null || why="$why reset"
+	st=$(zone_state "$ng" $((zone / lbs)) 3)
+	[ "$st" = "empty 0" ] || why="$why nvme-cli-reset($st)"
+	[ -z "$why" ] && result "$cfg" zone-tool PASS ||
+		result "$cfg" zone-tool FAIL "${why# }"
 }
 
 # The same through a mount: what the device layer left, appends with dd,

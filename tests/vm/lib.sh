@@ -190,7 +190,7 @@ vm_base_root() { # root, guest script
 	printf 'root:x:0:\nnogroup:x:65534:\n' >"$root/etc/group"
 	ln -s /proc/self/mounts "$root/etc/mtab"
 
-	for b in po2zfs po2zfs-emu; do
+	for b in po2zfs po2zfs-emu po2zfs-zone; do
 		[ -x "$build/$b" ] || continue
 		cp "$build/$b" "$root/p2z/build/"
 		copy_libs "$root" "$build/$b"
