@@ -466,8 +466,8 @@ int p2z_nvme_report_parse(const struct p2z_dev_info *info, const char *name,
 	if (!got || got > nr || got > (len - hdr) / desc || got > INT_MAX) {
 		p2z_log(LOG_ERR,
 			"%s: report from zone %" PRIu64 ": %" PRIu64
-			" zones for %u asked",
-			name, zidx, got, nr);
+			" zones for %u asked, in %zu bytes",
+			name, zidx, got, nr, len);
 		return -EIO;
 	}
 	for (i = 0; i < got; i++) {

@@ -331,7 +331,7 @@ int p2z_zbd_report_parse(const struct p2z_dev_info *info, const char *name,
 	unsigned int i;
 	int ret;
 
-	if (got > nr || got > INT_MAX || !info->lba_bytes) {
+	if (!got || got > nr || got > INT_MAX || !info->lba_bytes) {
 		p2z_log(LOG_ERR,
 			"%s: report from zone %" PRIu64
 			": %u zones for %u asked",

@@ -444,8 +444,9 @@ uint32_t p2z_nvme_path_max_bytes(const char *sysfs,
 		    (int)sizeof(dir) ||
 	    p2z_sysfs_u64(dir, "max_hw_sectors_kb", &kb) || !kb) {
 		p2z_log(LOG_WARNING,
-			"%s: namespace %u has no disk in sysfs: assuming the "
-			"block layer's default transfer limit",
+			"%s: namespace %u has no disk in sysfs (or no "
+			"max_hw_sectors_kb): assuming the block layer's "
+			"default transfer limit",
 			np->ng, np->nsid);
 		return P2Z_NVME_SAFE_MAX_BYTES;
 	}

@@ -202,9 +202,12 @@ static int p2z_parse_opt(struct p2z_opts *o, const char *opt)
 			sizeof(p2z_fuse_opts) / sizeof(p2z_fuse_opts[0])))
 		return p2z_add_fuse_opt(o, opt);
 	ret = p2z_parse_value_opt(o, opt);
-	if (ret == -ENOENT)
+	if (ret == -ENOENT) {
+		/* -ENOENT is this file's "not ours", never the caller's. */
 		p2z_log(LOG_ERR, "unknown mount option \"%s\"", opt);
-	else if (ret)
+		return -EINVAL;
+	}
+	if (ret)
 		p2z_log(LOG_ERR, "bad value in mount option \"%s\"", opt);
 	return ret;
 }

@@ -28,7 +28,8 @@
  * have the device's zone size, a capacity within it, a known type and
  * condition, and a write pointer within its capacity.
  *
- * Return: @got, or -EIO for a report that does not fit the device.
+ * Return: @got (at least 1), or -EIO for a report that does not fit the
+ * device (no zone at all included: @nr is never 0).
  */
 int p2z_zbd_report_parse(const struct p2z_dev_info *info, const char *name,
 			 uint64_t zidx, unsigned int nr,
