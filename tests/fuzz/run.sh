@@ -38,6 +38,11 @@ trap 'rm -rf "$work"' EXIT
 fail=0
 for t in "${targets[@]}"; do
 	bin=$build/tests/fuzz/$t
+	if [ "$t" = fuzz_nvme_path ] &&
+		grep -qs '^P2Z_WITH_NVME:BOOL=OFF' "$build/CMakeCache.txt"; then
+		echo "fuzz: $t: skipped, the nvme backend is not built"
+		continue
+	fi
 	if [ ! -x "$bin" ]; then
 		echo "fuzz: $t: not built in $build (cmake -DP2Z_FUZZ=ON, CC=clang)"
 		fail=1
