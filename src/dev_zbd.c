@@ -267,6 +267,22 @@ static bool p2z_zbd_zone_is_sane(const struct zbd_zone *z)
 	return false;
 }
 
+/*
+ * Every zone has the device's zone size, except that the block layer lets
+ * the last zone of a disk whose capacity is no multiple of it be smaller
+ * (SMR disks, null_blk): a runt, still a whole number of LBAs.
+ */
+static bool p2z_zbd_len_is_valid(const struct p2z_dev_info *info, uint64_t zidx,
+				 const struct zbd_zone *z)
+{
+	uint64_t zone_bytes = info->zone_lba * info->lba_bytes;
+
+	if (zidx + 1 == info->nr_zones)
+		return z->len && z->len <= zone_bytes &&
+		       !(z->len % info->lba_bytes);
+	return z->len == zone_bytes;
+}
+
 static int p2z_zbd_parse_zone(const struct p2z_dev_info *info, const char *name,
 			      uint64_t zidx, const struct zbd_zone *z,
 			      struct p2z_zone_info *zi)
@@ -278,8 +294,8 @@ static int p2z_zbd_parse_zone(const struct p2z_dev_info *info, const char *name,
 	    __builtin_mul_overflow(info->zone_lba, (uint64_t)lbs,
 				   &zone_bytes) ||
 	    __builtin_mul_overflow(zidx, zone_bytes, &start) ||
-	    z->start != start || z->len != zone_bytes ||
-	    z->capacity > zone_bytes || z->capacity % lbs ||
+	    z->start != start || !p2z_zbd_len_is_valid(info, zidx, z) ||
+	    z->capacity > z->len || z->capacity % lbs ||
 	    !p2z_zbd_zone_is_sane(z)) {
 		p2z_log(LOG_ERR,
 			"%s: zone %" PRIu64 ": bad report (type %u cond 0x%x"

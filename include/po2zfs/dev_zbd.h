@@ -25,8 +25,9 @@
  * @zi: gets @got zones
  *
  * Nothing is taken on trust: a zone must start where zone @zidx + i does,
- * have the device's zone size, a capacity within it, a known type and
- * condition, and a write pointer within its capacity.
+ * have the device's zone size (the last zone may be smaller), a capacity
+ * within it, a known type and condition, and a write pointer within its
+ * capacity.
  *
  * Return: @got (at least 1), or -EIO for a report that does not fit the
  * device (no zone at all included: @nr is never 0).
