@@ -7,7 +7,8 @@ set -euo pipefail
 pkgs=(build-essential cmake pkg-config libfuse3-dev fuse3 liburing-dev
       libnvme-dev libjson-c-dev libzbd-dev attr)
 if [ "${1:-}" = --test ]; then
-	pkgs+=(check valgrind clang clang-format groff-base fio python3 shellcheck
+	pkgs+=(check valgrind clang libclang-rt-14-dev clang-format groff-base fio
+	       python3 shellcheck
 	       qemu-system-x86 busybox-static cpio kmod xz-utils zstd nvme-cli
 	       util-linux mount)
 fi

@@ -25,6 +25,7 @@
 #include <libnvme.h>
 
 #include "po2zfs/dev.h"
+#include "po2zfs/dev_nvme.h"
 #include "po2zfs/log.h"
 #include "po2zfs/nvme_path.h"
 #include "uring.h"
@@ -384,7 +385,23 @@ static int p2z_nvme_flush(struct p2z_dev *dev)
 	return p2z_nvme_exec(P2Z_NVME(dev), &c, NULL);
 }
 
-static int p2z_nvme_parse_zone(struct p2z_nvme *nv, uint64_t zidx,
+static bool p2z_nvme_cond_is_known(uint8_t cond)
+{
+	switch (cond) {
+	case P2Z_ZONE_COND_EMPTY:
+	case P2Z_ZONE_COND_IMP_OPEN:
+	case P2Z_ZONE_COND_EXP_OPEN:
+	case P2Z_ZONE_COND_CLOSED:
+	case P2Z_ZONE_COND_READONLY:
+	case P2Z_ZONE_COND_FULL:
+	case P2Z_ZONE_COND_OFFLINE:
+		return true;
+	}
+	return false;
+}
+
+static int p2z_nvme_parse_zone(const struct p2z_dev_info *info,
+			       const char *name, uint64_t zidx,
 			       const struct nvme_zns_desc *d,
 			       struct p2z_zone_info *zi)
 {
@@ -392,14 +409,16 @@ static int p2z_nvme_parse_zone(struct p2z_nvme *nv, uint64_t zidx,
 	uint64_t cap = le64toh(d->zcap);
 	uint64_t wp = le64toh(d->wp);
 	uint8_t cond = d->zs >> 4;
+	uint64_t zslba;
 
 	if ((d->zt & 0xf) != NVME_ZONE_TYPE_SEQWRITE_REQ ||
-	    start != zidx * nv->dev.info.zone_lba ||
-	    cap > nv->dev.info.zone_lba) {
+	    !p2z_nvme_cond_is_known(cond) || zidx >= info->nr_zones ||
+	    __builtin_mul_overflow(zidx, info->zone_lba, &zslba) ||
+	    start != zslba || cap > info->zone_lba) {
 		p2z_log(LOG_ERR,
 			"%s: zone %" PRIu64 ": bad descriptor (type 0x%x"
-			" zslba %" PRIu64 " zcap %" PRIu64 ")",
-			nv->ng, zidx, d->zt, start, cap);
+			" state 0x%x zslba %" PRIu64 " zcap %" PRIu64 ")",
+			name, zidx, d->zt, d->zs, start, cap);
 		return -EIO;
 	}
 	zi->start_lba = start;
@@ -425,12 +444,39 @@ static int p2z_nvme_parse_zone(struct p2z_nvme *nv, uint64_t zidx,
 			p2z_log(LOG_ERR,
 				"%s: zone %" PRIu64 ": write pointer %" PRIu64
 				" outside the zone",
-				nv->ng, zidx, wp);
+				name, zidx, wp);
 			return -EIO;
 		}
 		zi->wp_lba = wp;
 	}
 	return 0;
+}
+
+int p2z_nvme_report_parse(const struct p2z_dev_info *info, const char *name,
+			  uint64_t zidx, unsigned int nr,
+			  const struct nvme_zone_report *rep, size_t len,
+			  struct p2z_zone_info *zi)
+{
+	const size_t hdr = sizeof(struct nvme_zone_report);
+	const size_t desc = sizeof(struct nvme_zns_desc);
+	uint64_t got, i;
+	int ret;
+
+	got = len < hdr ? 0 : le64toh(rep->nr_zones);
+	if (!got || got > nr || got > (len - hdr) / desc || got > INT_MAX) {
+		p2z_log(LOG_ERR,
+			"%s: report from zone %" PRIu64 ": %" PRIu64
+			" zones for %u asked, in %zu bytes",
+			name, zidx, got, nr, len);
+		return -EIO;
+	}
+	for (i = 0; i < got; i++) {
+		ret = p2z_nvme_parse_zone(info, name, zidx + i,
+					  &rep->entries[i], &zi[i]);
+		if (ret)
+			return ret;
+	}
+	return (int)got;
 }
 
 /* Zone Management Receive, basic report of all zones, partial. */
@@ -440,7 +486,7 @@ static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 	struct p2z_nvme *nv = P2Z_NVME(dev);
 	const size_t desc = sizeof(struct nvme_zns_desc);
 	size_t hdr = sizeof(struct nvme_zone_report);
-	unsigned int per_cmd = (dev->info.max_xfer_bytes - hdr) / desc;
+	unsigned int per_cmd = 1; /* one zone's report fits any MDTS */
 	struct nvme_zone_report *rep;
 	struct p2z_nvme_cmd c;
 	unsigned int done = 0;
@@ -452,6 +498,8 @@ static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 		nr = INT_MAX;
 	if (nr > dev->info.nr_zones - zidx)
 		nr = dev->info.nr_zones - zidx;
+	if (dev->info.max_xfer_bytes > hdr + desc)
+		per_cmd = (dev->info.max_xfer_bytes - hdr) / desc;
 	if (per_cmd > nr)
 		per_cmd = nr;
 	rep = aligned_alloc(4096, (hdr + per_cmd * desc + 4095) / 4096 * 4096);
@@ -459,7 +507,6 @@ static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 		return -ENOMEM;
 	while (done < nr) {
 		unsigned int n = nr - done < per_cmd ? nr - done : per_cmd;
-		uint64_t got, i;
 
 		memset(&c, 0, sizeof(c));
 		c.opcode = nvme_zns_cmd_mgmt_recv;
@@ -474,22 +521,16 @@ static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 		ret = p2z_nvme_exec(nv, &c, NULL);
 		if (ret)
 			break;
-		got = le64toh(rep->nr_zones);
-		if (!got || got > n) {
-			p2z_log(LOG_ERR,
-				"%s: report from zone %" PRIu64 ": %" PRIu64
-				" zones for %u asked",
-				nv->ng, zidx + done, got, n);
+		ret = p2z_nvme_report_parse(&dev->info, nv->ng, zidx + done, n,
+					    rep, c.len, &zi[done]);
+		if (ret < 0)
+			break;
+		if (!ret) { /* no progress: never loop on it */
 			ret = -EIO;
 			break;
 		}
-		for (i = 0; i < got && !ret; i++)
-			ret = p2z_nvme_parse_zone(nv, zidx + done + i,
-						  &rep->entries[i],
-						  &zi[done + i]);
-		if (ret)
-			break;
-		done += got;
+		done += ret;
+		ret = 0;
 	}
 	free(rep);
 	return ret ? ret : (int)done;
@@ -645,7 +686,7 @@ static int p2z_nvme_id_limits(struct p2z_nvme *nv,
 	 * What the kernel's queue of the namespace takes: an npo2 namespace's
 	 * hidden disk never gets its limits set, see p2z_nvme_path_max_bytes().
 	 */
-	max = p2z_nvme_min(mdts_bytes, p2z_nvme_path_max_bytes(w));
+	max = p2z_nvme_min(mdts_bytes, p2z_nvme_path_max_bytes("/sys", w));
 	max = p2z_nvme_min(max, (uint64_t)P2Z_NVME_MAX_NLB * info->lba_bytes);
 	info->max_xfer_bytes = max - max % info->lba_bytes;
 	max = p2z_nvme_min(zasl_bytes, info->max_xfer_bytes);
@@ -715,7 +756,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	if (ret)
 		goto out_close;
 	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
-	nv->dma_mask = p2z_nvme_path_dma_mask(w) | 3;
+	nv->dma_mask = p2z_nvme_path_dma_mask("/sys", w) | 3;
 	ret = p2z_rings_init(&nv->rings, P2Z_NVME_QD,
 			     IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
 			     nv->dma_mask > 3 ? nv->dev.info.max_xfer_bytes : 0,

@@ -26,7 +26,9 @@
 #include <libzbd/zbd.h>
 
 #include "po2zfs/dev.h"
+#include "po2zfs/dev_zbd.h"
 #include "po2zfs/log.h"
+#include "po2zfs/sysfs.h"
 #include "uring.h"
 
 #define P2Z_ZBD_QD 8
@@ -232,16 +234,82 @@ static ssize_t p2z_zbd_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 
 /* ---- zones ---- */
 
-static void p2z_zbd_parse_zone(struct p2z_zbd *zbd, const struct zbd_zone *z,
-			       struct p2z_zone_info *zi)
+static bool p2z_zbd_cond_is_known(unsigned int cond)
 {
-	uint32_t lbs = zbd->dev.info.lba_bytes;
+	switch (cond) {
+	case ZBD_ZONE_COND_NOT_WP:
+	case ZBD_ZONE_COND_EMPTY:
+	case ZBD_ZONE_COND_IMP_OPEN:
+	case ZBD_ZONE_COND_EXP_OPEN:
+	case ZBD_ZONE_COND_CLOSED:
+	case ZBD_ZONE_COND_READONLY:
+	case ZBD_ZONE_COND_FULL:
+	case ZBD_ZONE_COND_OFFLINE:
+		return true;
+	}
+	return false;
+}
 
+/* Type and condition agree: only conventional zones have no wp. */
+static bool p2z_zbd_zone_is_sane(const struct zbd_zone *z)
+{
+	if (!p2z_zbd_cond_is_known(z->cond))
+		return false;
+	switch (z->type) {
+	case ZBD_ZONE_TYPE_CNV:
+		return z->cond == ZBD_ZONE_COND_NOT_WP ||
+		       z->cond == ZBD_ZONE_COND_READONLY ||
+		       z->cond == ZBD_ZONE_COND_OFFLINE;
+	case ZBD_ZONE_TYPE_SWR:
+	case ZBD_ZONE_TYPE_SWP:
+		return z->cond != ZBD_ZONE_COND_NOT_WP;
+	}
+	return false;
+}
+
+/*
+ * Every zone has the device's zone size, except that the block layer lets
+ * the last zone of a disk whose capacity is no multiple of it be smaller
+ * (SMR disks, null_blk): a runt, still a whole number of LBAs.
+ */
+static bool p2z_zbd_len_is_valid(const struct p2z_dev_info *info, uint64_t zidx,
+				 const struct zbd_zone *z)
+{
+	uint64_t zone_bytes = info->zone_lba * info->lba_bytes;
+
+	if (zidx + 1 == info->nr_zones)
+		return z->len && z->len <= zone_bytes &&
+		       !(z->len % info->lba_bytes);
+	return z->len == zone_bytes;
+}
+
+static int p2z_zbd_parse_zone(const struct p2z_dev_info *info, const char *name,
+			      uint64_t zidx, const struct zbd_zone *z,
+			      struct p2z_zone_info *zi)
+{
+	uint32_t lbs = info->lba_bytes;
+	uint64_t zone_bytes, start;
+
+	if (zidx >= info->nr_zones ||
+	    __builtin_mul_overflow(info->zone_lba, (uint64_t)lbs,
+				   &zone_bytes) ||
+	    __builtin_mul_overflow(zidx, zone_bytes, &start) ||
+	    z->start != start || !p2z_zbd_len_is_valid(info, zidx, z) ||
+	    z->capacity > z->len || z->capacity % lbs ||
+	    !p2z_zbd_zone_is_sane(z)) {
+		p2z_log(LOG_ERR,
+			"%s: zone %" PRIu64 ": bad report (type %u cond 0x%x"
+			" start %llu len %llu capacity %llu)",
+			name, zidx, z->type, z->cond, z->start, z->len,
+			z->capacity);
+		return -EIO;
+	}
 	zi->start_lba = z->start / lbs;
 	zi->cap_lba = z->capacity / lbs;
 	zi->cond = z->cond;
 	/* Host-aware zones (sequential write preferred) are used as SWR. */
-	zi->type = zbd_zone_cnv(z) ? P2Z_ZONE_TYPE_CNV : P2Z_ZONE_TYPE_SEQ;
+	zi->type = z->type == ZBD_ZONE_TYPE_CNV ? P2Z_ZONE_TYPE_CNV :
+						  P2Z_ZONE_TYPE_SEQ;
 	/*
 	 * The kernel reports a full zone's write pointer at start + zone size
 	 * (nvme_zone_parse_entry()); the interface wants start + capacity.
@@ -258,8 +326,41 @@ static void p2z_zbd_parse_zone(struct p2z_zbd *zbd, const struct zbd_zone *z,
 		zi->wp_lba = zi->start_lba + zi->cap_lba;
 		break;
 	default:
+		if (z->wp < z->start || z->wp - z->start > z->capacity ||
+		    z->wp % lbs) {
+			p2z_log(LOG_ERR,
+				"%s: zone %" PRIu64 ": write pointer %llu"
+				" outside the zone",
+				name, zidx, z->wp);
+			return -EIO;
+		}
 		zi->wp_lba = z->wp / lbs;
 	}
+	return 0;
+}
+
+int p2z_zbd_report_parse(const struct p2z_dev_info *info, const char *name,
+			 uint64_t zidx, unsigned int nr,
+			 const struct zbd_zone *zones, unsigned int got,
+			 struct p2z_zone_info *zi)
+{
+	unsigned int i;
+	int ret;
+
+	if (!got || got > nr || got > INT_MAX || !info->lba_bytes) {
+		p2z_log(LOG_ERR,
+			"%s: report from zone %" PRIu64
+			": %u zones for %u asked",
+			name, zidx, got, nr);
+		return -EIO;
+	}
+	for (i = 0; i < got; i++) {
+		ret = p2z_zbd_parse_zone(info, name, zidx + i, &zones[i],
+					 &zi[i]);
+		if (ret)
+			return ret;
+	}
+	return (int)got;
 }
 
 static int p2z_zbd_report(struct p2z_zbd *zbd, uint64_t zidx, unsigned int nr,
@@ -283,7 +384,7 @@ static int p2z_zbd_report_zones(struct p2z_dev *dev, uint64_t zidx,
 {
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
 	struct zbd_zone *zones;
-	unsigned int i, got;
+	unsigned int got;
 	int ret;
 
 	if (zidx >= dev->info.nr_zones || !nr)
@@ -294,12 +395,11 @@ static int p2z_zbd_report_zones(struct p2z_dev *dev, uint64_t zidx,
 	if (!zones)
 		return -ENOMEM;
 	ret = p2z_zbd_report(zbd, zidx, nr, zones, &got);
-	if (!ret && got > nr)
-		ret = -EIO;
-	for (i = 0; !ret && i < got; i++)
-		p2z_zbd_parse_zone(zbd, &zones[i], &zi[i]);
+	if (!ret)
+		ret = p2z_zbd_report_parse(&dev->info, zbd->name, zidx, nr,
+					   zones, got, zi);
 	free(zones);
-	return ret ? ret : (int)got;
+	return ret;
 }
 
 /* The cached write pointer of zone @zidx, read from the device if unknown. */
@@ -316,7 +416,10 @@ static int __p2z_zbd_wp(struct p2z_zbd *zbd, uint64_t zidx, uint64_t *wp)
 			return ret;
 		if (got != 1)
 			return -EIO;
-		p2z_zbd_parse_zone(zbd, &z, &zi);
+		ret = p2z_zbd_report_parse(&zbd->dev.info, zbd->name, zidx, 1,
+					   &z, got, &zi);
+		if (ret < 0)
+			return ret;
 		if (zi.type != P2Z_ZONE_TYPE_SEQ)
 			return -EINVAL;
 		zbd->wp_lba[zidx] = zi.wp_lba;
@@ -449,19 +552,22 @@ static int p2z_zbd_probe(const char *path)
 	return !strcmp(model, "host-managed") || !strcmp(model, "host-aware");
 }
 
-/* Transfer size: the queue's max_sectors_kb, at most 4 MiB. */
-static uint32_t p2z_zbd_max_xfer(struct p2z_zbd *zbd)
+/* 0 or a huge max_sectors_kb must not wrap below the 4 MiB cap. */
+uint32_t p2z_zbd_max_xfer(const char *sysfs, const char *name,
+			  uint32_t lba_bytes)
 {
-	uint32_t max = P2Z_ZBD_MAX_XFER, lbs = zbd->dev.info.lba_bytes;
-	unsigned long long kb;
-	char buf[32];
+	uint32_t max = P2Z_ZBD_MAX_XFER;
+	char dir[PATH_MAX];
+	uint64_t kb;
 
-	if (!p2z_zbd_sysfs_read(zbd->name, "queue/max_sectors_kb", buf,
-				sizeof(buf)) &&
-	    sscanf(buf, "%llu", &kb) == 1 && kb && kb * 1024 < max)
-		max = kb * 1024;
-	max -= max % lbs;
-	return max ? max : lbs;
+	if (snprintf(dir, sizeof(dir), "%s/block/%s/queue", sysfs, name) <
+		    (int)sizeof(dir) &&
+	    !p2z_sysfs_u64(dir, "max_sectors_kb", &kb) && kb && kb < max / 1024)
+		max = (uint32_t)kb * 1024;
+	if (!lba_bytes)
+		return max;
+	max -= max % lba_bytes;
+	return max ? max : lba_bytes;
 }
 
 static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
@@ -471,7 +577,8 @@ static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 	int ret;
 
 	info->lba_bytes = zi->lblock_size;
-	if (!zi->zone_size || zi->zone_size % zi->lblock_size) {
+	if (!zi->lblock_size || !zi->zone_size ||
+	    zi->zone_size % zi->lblock_size) {
 		p2z_log(LOG_ERR, "%s: bad zone size %llu", zbd->name,
 			zi->zone_size);
 		return -EINVAL;
@@ -485,7 +592,8 @@ static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 	info->max_active = zi->max_nr_active_zones == UINT_MAX ?
 				   0 :
 				   zi->max_nr_active_zones;
-	info->max_xfer_bytes = p2z_zbd_max_xfer(zbd);
+	info->max_xfer_bytes =
+		p2z_zbd_max_xfer("/sys", zbd->name, zi->lblock_size);
 	info->max_append_bytes = info->max_xfer_bytes;
 	errno = 0;
 	ret = zbd_report_nr_zones(zbd->fd, 0, 0, ZBD_RO_NOT_WP, &nr_cnv);

@@ -14,10 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <fuse_lowlevel.h>
-#include <grp.h>
 #include <limits.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,6 +30,7 @@
 #include "po2zfs/dev.h"
 #include "po2zfs/fs.h"
 #include "po2zfs/log.h"
+#include "po2zfs/opts.h"
 #include "po2zfs/zone.h"
 
 /* Exit codes, as mount(8) documents them for helpers. */
@@ -53,47 +52,7 @@ struct p2z_main_opts {
 	bool helper; /* run as mount.po2zfs */
 	bool fake; /* mount.po2zfs -f: check everything, do not mount */
 	bool foreground;
-	bool debug;
-	bool direct; /* P2Z_DEV_DIRECT */
-	char backend[8];
-	struct p2z_zone_opts zone;
-	struct p2z_fs_opts fs;
-	/* Options handed to libfuse, comma separated. */
-	char fuse_opts[4096];
-};
-
-/* Mount options libfuse passes on to mount(2) or the kernel. */
-static const char *const p2z_fuse_opts[] = {
-	"allow_other", "allow_root", "auto_unmount", "dev",	"nodev",
-	"suid",	       "nosuid",     "exec",	     "noexec",	"atime",
-	"noatime",     "sync",	     "async",	     "dirsync",
-};
-
-/*
- * Options mount(8) and fstab use for themselves, or that libfuse 3.14 does
- * not take (the atime variants: FUSE keeps its own atime); ignored.
- * default_permissions is always on.
- */
-static const char *const p2z_ignored_opts[] = {
-	"auto",
-	"noauto",
-	"nofail",
-	"_netdev",
-	"user",
-	"nouser",
-	"users",
-	"owner",
-	"group",
-	"defaults",
-	"default_permissions",
-	"diratime",
-	"nodiratime",
-	"relatime",
-	"norelatime",
-	"strictatime",
-	"nostrictatime",
-	"lazytime",
-	"nolazytime",
+	struct p2z_opts opts; /* -o and -d */
 };
 
 static void p2z_usage(FILE *out, const char *prog, bool helper)
@@ -110,178 +69,6 @@ static void p2z_usage(FILE *out, const char *prog, bool helper)
 			"stay in the foreground");
 }
 
-static bool p2z_in_list(const char *opt, const char *const *list, size_t nr)
-{
-	size_t i;
-
-	for (i = 0; i < nr; i++)
-		if (!strcmp(opt, list[i]))
-			return true;
-	return false;
-}
-
-static int p2z_add_fuse_opt(struct p2z_main_opts *o, const char *opt)
-{
-	size_t len = strlen(o->fuse_opts);
-	int n;
-
-	n = snprintf(o->fuse_opts + len, sizeof(o->fuse_opts) - len, "%s%s",
-		     len ? "," : "", opt);
-	if (n < 0 || (size_t)n >= sizeof(o->fuse_opts) - len) {
-		p2z_log(LOG_ERR, "too many mount options");
-		return -EINVAL;
-	}
-	return 0;
-}
-
-/* A decimal id, or a user/group name. */
-static int p2z_parse_id(const char *val, bool group, unsigned int *id)
-{
-	unsigned long v;
-	char *end;
-
-	if (!*val)
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (!*end && val[0] != '-' && !errno && v < UINT_MAX) {
-		*id = (unsigned int)v;
-		return 0;
-	}
-	if (group) {
-		struct group *gr = getgrnam(val);
-
-		if (!gr)
-			return -EINVAL;
-		*id = gr->gr_gid;
-	} else {
-		struct passwd *pw = getpwnam(val);
-
-		if (!pw)
-			return -EINVAL;
-		*id = pw->pw_uid;
-	}
-	return 0;
-}
-
-static int p2z_parse_perm(const char *val, mode_t *perm)
-{
-	unsigned long v;
-	char *end;
-
-	if (!*val || val[0] == '-' || val[0] == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(val, &end, 8);
-	if (*end || errno || v > 0777)
-		return -EINVAL;
-	*perm = (mode_t)v;
-	return 0;
-}
-
-static int p2z_parse_errors(const char *val, enum p2z_errors *errors)
-{
-	static const char *const names[] = {
-		[P2Z_ERRORS_REMOUNT_RO] = "remount-ro",
-		[P2Z_ERRORS_ZONE_RO] = "zone-ro",
-		[P2Z_ERRORS_ZONE_OFFLINE] = "zone-offline",
-		[P2Z_ERRORS_REPAIR] = "repair",
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
-		if (!strcmp(val, names[i])) {
-			*errors = (enum p2z_errors)i;
-			return 0;
-		}
-	}
-	return -EINVAL;
-}
-
-/* One option of ours with a value; -ENOENT if it is not one of ours. */
-static int p2z_parse_value_opt(struct p2z_main_opts *o, const char *opt)
-{
-	const char *val = strchr(opt, '=');
-	size_t klen;
-
-	if (!val)
-		return -ENOENT;
-	klen = (size_t)(val++ - opt);
-	if (klen == 3 && !strncmp(opt, "uid", 3))
-		return p2z_parse_id(val, false, &o->fs.uid);
-	if (klen == 3 && !strncmp(opt, "gid", 3))
-		return p2z_parse_id(val, true, &o->fs.gid);
-	if (klen == 4 && !strncmp(opt, "perm", 4))
-		return p2z_parse_perm(val, &o->fs.perm);
-	if (klen == 6 && !strncmp(opt, "errors", 6))
-		return p2z_parse_errors(val, &o->zone.errors);
-	if (klen == 7 && !strncmp(opt, "backend", 7)) {
-		if (strcmp(val, "nvme") && strcmp(val, "zbd") &&
-		    strcmp(val, "emu"))
-			return -EINVAL;
-		snprintf(o->backend, sizeof(o->backend), "%s", val);
-		return 0;
-	}
-	/* Ours to set; mount(8) and fstab may carry these through. */
-	if ((klen == 6 && !strncmp(opt, "fsname", 6)) ||
-	    (klen == 7 && !strncmp(opt, "subtype", 7)) ||
-	    (klen == 7 && !strncmp(opt, "comment", 7)))
-		return 0;
-	return -ENOENT;
-}
-
-static int p2z_parse_opt(struct p2z_main_opts *o, const char *opt)
-{
-	int ret;
-
-	if (!*opt)
-		return 0;
-	if (!strcmp(opt, "ro") || !strcmp(opt, "rw")) {
-		o->zone.rdonly = opt[1] == 'o';
-		return 0;
-	}
-	if (!strcmp(opt, "explicit-open")) {
-		o->zone.explicit_open = true;
-		return 0;
-	}
-	if (!strcmp(opt, "direct")) {
-		o->direct = true;
-		return 0;
-	}
-	if (!strcmp(opt, "debug")) {
-		o->debug = true;
-		return 0;
-	}
-	if (p2z_in_list(opt, p2z_ignored_opts,
-			sizeof(p2z_ignored_opts) /
-				sizeof(p2z_ignored_opts[0])) ||
-	    !strncmp(opt, "x-", 2))
-		return 0;
-	if (p2z_in_list(opt, p2z_fuse_opts,
-			sizeof(p2z_fuse_opts) / sizeof(p2z_fuse_opts[0])))
-		return p2z_add_fuse_opt(o, opt);
-	ret = p2z_parse_value_opt(o, opt);
-	if (ret == -ENOENT)
-		p2z_log(LOG_ERR, "unknown mount option \"%s\"", opt);
-	else if (ret)
-		p2z_log(LOG_ERR, "bad value in mount option \"%s\"", opt);
-	return ret;
-}
-
-static int p2z_parse_opt_list(struct p2z_main_opts *o, const char *list)
-{
-	char *dup, *p, *opt;
-	int ret = 0;
-
-	dup = strdup(list);
-	if (!dup)
-		return -ENOMEM;
-	for (p = dup; (opt = strsep(&p, ",")) != NULL && !ret;)
-		ret = p2z_parse_opt(o, opt);
-	free(dup);
-	return ret;
-}
-
 /* Single-letter flags, possibly grouped ("-sfnv"). */
 static int p2z_parse_flags(struct p2z_main_opts *o, const char *arg)
 {
@@ -295,7 +82,7 @@ static int p2z_parse_flags(struct p2z_main_opts *o, const char *arg)
 				o->foreground = true;
 			break;
 		case 'd':
-			o->debug = true;
+			o->opts.debug = true;
 			break;
 		case 's': /* sloppy */
 		case 'n': /* no mtab */
@@ -318,10 +105,10 @@ static int p2z_parse_arg(struct p2z_main_opts *o, int argc, char **argv, int *i)
 			p2z_log(LOG_ERR, "-o needs an option list");
 			return -EINVAL;
 		}
-		return p2z_parse_opt_list(o, argv[++*i]);
+		return p2z_opts_parse(&o->opts, argv[++*i]);
 	}
 	if (!strncmp(arg, "-o", 2))
-		return p2z_parse_opt_list(o, arg + 2);
+		return p2z_opts_parse(&o->opts, arg + 2);
 	if (arg[0] == '-' && arg[1])
 		return p2z_parse_flags(o, arg + 1);
 	if (!o->device) {
@@ -358,7 +145,7 @@ static int p2z_parse_args(struct p2z_main_opts *o, int argc, char **argv)
 		p2z_usage(stderr, argv[0], o->helper);
 		return -EINVAL;
 	}
-	if (o->debug)
+	if (o->opts.debug)
 		o->foreground = true;
 	return 0;
 }
@@ -414,17 +201,17 @@ static int p2z_fuse_args(struct p2z_main_opts *o, const char *prog,
 
 	if (fsname)
 		ret = fuse_opt_add_arg(args, prog);
-	if (!ret && o->debug)
+	if (!ret && o->opts.debug)
 		ret = fuse_opt_add_arg(args, "-d");
 	if (!ret)
 		ret = fuse_opt_add_opt(&opts, fsname);
 	if (!ret)
 		ret = fuse_opt_add_opt(&opts,
 				       "subtype=po2zfs,default_permissions");
-	if (!ret && o->zone.rdonly)
+	if (!ret && o->opts.zone.rdonly)
 		ret = fuse_opt_add_opt(&opts, "ro");
-	if (!ret && o->fuse_opts[0])
-		ret = fuse_opt_add_opt(&opts, o->fuse_opts);
+	if (!ret && o->opts.fuse_opts[0])
+		ret = fuse_opt_add_opt(&opts, o->opts.fuse_opts);
 	if (!ret)
 		ret = fuse_opt_add_arg(args, "-o");
 	if (!ret)
@@ -708,7 +495,7 @@ static int p2z_serve(struct fuse_session *se, const struct p2z_main_opts *o)
 		return -EIO;
 	/* After the fork: syslog's pid is the daemon's. */
 	p2z_log(LOG_INFO, "%s: mounted %s%s", o->mountpoint_abs, o->device,
-		o->zone.rdonly ? " read-only" : "");
+		o->opts.zone.rdonly ? " read-only" : "");
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return -ENOMEM;
@@ -741,7 +528,8 @@ static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
 		goto out_destroy;
 	if (fuse_session_mount(se, o->mountpoint_abs))
 		goto out_remove_handlers;
-	if (o->zone.errors == P2Z_ERRORS_REMOUNT_RO && !o->zone.rdonly)
+	if (o->opts.zone.errors == P2Z_ERRORS_REMOUNT_RO &&
+	    !o->opts.zone.rdonly)
 		p2z_remount_identify(rm);
 	p2z_remount_arm(rm, true);
 	ret = p2z_serve(se, o);
@@ -766,7 +554,7 @@ static int p2z_fake(struct p2z_main_opts *o, struct p2z_dev *dev,
 		    const char *prog)
 {
 	struct fuse_args args = FUSE_ARGS_INIT(0, NULL);
-	struct p2z_zone_opts zopts = o->zone;
+	struct p2z_zone_opts zopts = o->opts.zone;
 	struct p2z_zone_table *zt;
 	int ret;
 
@@ -792,10 +580,11 @@ static int p2z_run(struct p2z_main_opts *o, const char *prog)
 	if (ret)
 		return ret;
 	/* -f (fake) writes nothing: the device is opened read-only. */
-	ret = p2z_dev_open(o->device, o->backend[0] ? o->backend : NULL,
-			   (o->zone.rdonly || o->fake ? P2Z_DEV_RDONLY : 0) |
-				   (o->direct ? P2Z_DEV_DIRECT : 0),
-			   &dev);
+	ret = p2z_dev_open(
+		o->device, o->opts.backend[0] ? o->opts.backend : NULL,
+		(o->opts.zone.rdonly || o->fake ? P2Z_DEV_RDONLY : 0) |
+			(o->opts.direct ? P2Z_DEV_DIRECT : 0),
+		&dev);
 	if (ret)
 		return ret;
 	if (o->fake) {
@@ -803,12 +592,12 @@ static int p2z_run(struct p2z_main_opts *o, const char *prog)
 		goto out_close_dev;
 	}
 	p2z_remount_init(&rm);
-	o->zone.on_rdonly = p2z_remount_ro;
-	o->zone.on_rdonly_arg = &rm;
-	ret = p2z_zone_table_open(dev, &o->zone, &zt);
+	o->opts.zone.on_rdonly = p2z_remount_ro;
+	o->opts.zone.on_rdonly_arg = &rm;
+	ret = p2z_zone_table_open(dev, &o->opts.zone, &zt);
 	if (ret)
 		goto out_destroy_lock;
-	ret = p2z_fs_alloc(zt, &o->fs, &fs);
+	ret = p2z_fs_alloc(zt, &o->opts.fs, &fs);
 	if (ret)
 		goto out_close_table;
 	ret = p2z_mount_and_serve(o, fs, &rm, prog);
@@ -841,10 +630,10 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	o.helper = p2z_is_helper(argc ? argv[0] : NULL);
-	o.zone.errors = P2Z_ERRORS_REMOUNT_RO;
-	o.fs.perm = 0640;
-	o.fs.dir_uid = getuid();
-	o.fs.dir_gid = getgid();
+	o.opts.zone.errors = P2Z_ERRORS_REMOUNT_RO;
+	o.opts.fs.perm = 0640;
+	o.opts.fs.dir_uid = getuid();
+	o.opts.fs.dir_gid = getgid();
 
 	ret = p2z_parse_args(&o, argc, argv);
 	if (ret)

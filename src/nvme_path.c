@@ -24,51 +24,13 @@
 
 #include "po2zfs/log.h"
 #include "po2zfs/nvme_path.h"
+#include "po2zfs/sysfs.h"
 
 /*
  * A queue whose limits the driver never set keeps the block layer default
  * BLK_SAFE_MAX_SECTORS (255 sectors): the fallback when sysfs says nothing.
  */
 #define P2Z_NVME_SAFE_MAX_BYTES (255U * 512U)
-
-static int p2z_nvme_sysfs_read(const char *path, char *buf, size_t size)
-{
-	ssize_t n;
-	int fd;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, size - 1);
-	if (n < 0) {
-		n = -errno;
-		close(fd);
-		return n;
-	}
-	close(fd);
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' '))
-		n--;
-	buf[n] = '\0';
-	return 0;
-}
-
-static int p2z_nvme_sysfs_u64(const char *dir, const char *file, uint64_t *v)
-{
-	char path[PATH_MAX], buf[64], *end;
-	int ret;
-
-	if (snprintf(path, sizeof(path), "%s/%s", dir, file) >=
-	    (int)sizeof(path))
-		return -ENAMETOOLONG;
-	ret = p2z_nvme_sysfs_read(path, buf, sizeof(buf));
-	if (ret)
-		return ret;
-	errno = 0;
-	*v = strtoull(buf, &end, 10);
-	if (errno || end == buf || *end)
-		return -EINVAL;
-	return 0;
-}
 
 /* @name is @prefix followed by <digits>n<digits>, e.g. ng0n1, nvme1n12. */
 static bool p2z_nvme_name_is(const char *name, const char *prefix)
@@ -139,8 +101,8 @@ static int p2z_nvme_find_disk(const char *parent, uint32_t nsid, char *disk,
 		if (snprintf(dir, sizeof(dir), "%s/%s", parent, de->d_name) >=
 		    (int)sizeof(dir))
 			continue;
-		if (p2z_nvme_sysfs_u64(dir, "nsid", &id) || id != nsid ||
-		    p2z_nvme_sysfs_u64(dir, "queue/max_hw_sectors_kb", &id))
+		if (p2z_sysfs_u64(dir, "nsid", &id) || id != nsid ||
+		    p2z_sysfs_u64(dir, "queue/max_hw_sectors_kb", &id))
 			continue;
 		if (snprintf(disk, size, "%s", de->d_name) < (int)size)
 			ret = 0;
@@ -174,7 +136,7 @@ static int p2z_nvme_open_ng(const char *parent, uint32_t nsid, int oflags,
 			continue;
 		if (snprintf(dir, sizeof(dir), "%s/%s/dev", parent,
 			     de->d_name) >= (int)sizeof(dir) ||
-		    p2z_nvme_sysfs_read(dir, buf, sizeof(buf)) ||
+		    p2z_sysfs_read(dir, buf, sizeof(buf)) ||
 		    sscanf(buf, "%u:%u", &maj, &min) != 2)
 			continue;
 		if (snprintf(ng, size, "/dev/%s", de->d_name) >= (int)size)
@@ -260,7 +222,7 @@ static int p2z_nvme_resolve_blk(const char *path, const char *name, int oflags,
 		ret = p2z_nvme_nsid(fd, &np->nsid);
 		close(fd);
 	} else {
-		ret = p2z_nvme_sysfs_u64(sysdir, "nsid", &id);
+		ret = p2z_sysfs_u64(sysdir, "nsid", &id);
 		if (!ret && (!id || id > UINT32_MAX))
 			ret = -EINVAL;
 		if (!ret)
@@ -406,7 +368,7 @@ static int p2z_nvme_open_disk_excl(const struct p2z_nvme_path *np, int *fdp)
 	snprintf(node, sizeof(node), "/dev/%s", np->disk);
 	snprintf(sysdir, sizeof(sysdir), "/sys/block/%s/dev", np->disk);
 	if (!np->disk[0] || stat(node, &st) || !S_ISBLK(st.st_mode) ||
-	    p2z_nvme_sysfs_read(sysdir, buf, sizeof(buf)) ||
+	    p2z_sysfs_read(sysdir, buf, sizeof(buf)) ||
 	    sscanf(buf, "%u:%u", &maj, &min) != 2 ||
 	    st.st_rdev != makedev(maj, min))
 		return 0;
@@ -451,35 +413,46 @@ void p2z_nvme_path_close(struct p2z_nvme_path *np)
  * LBAs) fail with EINVAL there. Buffers that are not page aligned need one
  * segment more than their pages.
  */
-uint32_t p2z_nvme_path_dma_mask(const struct p2z_nvme_path *np)
+uint32_t p2z_nvme_path_dma_mask(const char *sysfs,
+				const struct p2z_nvme_path *np)
 {
 	char dir[PATH_MAX];
 	uint64_t mask;
 
-	snprintf(dir, sizeof(dir), "/sys/block/%s/queue", np->disk);
-	if (!np->disk[0] || p2z_nvme_sysfs_u64(dir, "dma_alignment", &mask) ||
-	    mask > 4095)
+	if (!np->disk[0] ||
+	    snprintf(dir, sizeof(dir), "%s/block/%s/queue", sysfs, np->disk) >=
+		    (int)sizeof(dir) ||
+	    p2z_sysfs_u64(dir, "dma_alignment", &mask) || mask > 4095)
 		return 511;
 	return (uint32_t)mask;
 }
 
-uint32_t p2z_nvme_path_max_bytes(const struct p2z_nvme_path *np)
+/*
+ * max_hw_sectors_kb of 0 says nothing (a queue that never got limits):
+ * the block layer's default then. Products are checked before they are
+ * made: a huge max_hw_sectors_kb or max_segments must clamp, not wrap.
+ */
+uint32_t p2z_nvme_path_max_bytes(const char *sysfs,
+				 const struct p2z_nvme_path *np)
 {
 	uint64_t kb, segs, max;
 	char dir[PATH_MAX];
 	long page = sysconf(_SC_PAGESIZE);
 
-	snprintf(dir, sizeof(dir), "/sys/block/%s/queue", np->disk);
-	if (!np->disk[0] || p2z_nvme_sysfs_u64(dir, "max_hw_sectors_kb", &kb)) {
+	if (!np->disk[0] ||
+	    snprintf(dir, sizeof(dir), "%s/block/%s/queue", sysfs, np->disk) >=
+		    (int)sizeof(dir) ||
+	    p2z_sysfs_u64(dir, "max_hw_sectors_kb", &kb) || !kb) {
 		p2z_log(LOG_WARNING,
-			"%s: namespace %u has no disk in sysfs: assuming the "
-			"block layer's default transfer limit",
+			"%s: namespace %u has no disk in sysfs (or no "
+			"max_hw_sectors_kb): assuming the block layer's "
+			"default transfer limit",
 			np->ng, np->nsid);
 		return P2Z_NVME_SAFE_MAX_BYTES;
 	}
-	max = kb * 1024;
-	if (!p2z_nvme_sysfs_u64(dir, "max_segments", &segs) && segs > 1 &&
-	    page > 0 && (segs - 1) * (uint64_t)page < max)
+	max = kb > UINT32_MAX / 1024 ? UINT32_MAX : kb * 1024;
+	if (!p2z_sysfs_u64(dir, "max_segments", &segs) && segs > 1 &&
+	    page > 0 && segs - 1 <= (max - 1) / (uint64_t)page)
 		max = (segs - 1) * (uint64_t)page;
-	return max > UINT32_MAX ? UINT32_MAX : (uint32_t)max;
+	return (uint32_t)max;
 }

@@ -5,9 +5,10 @@
 # Steps: install packages, format and man page lint, gcc -Werror build with
 # unit, valgrind and mount tests, clang ASan/UBSan build with unit and mount
 # tests, clang TSan build with the stress test and the threaded unit
-# tests, then the device tests in a QEMU guest (tests/vm/run.sh: Debian's
-# 6.1 and 6.12 kernels, NVMe ZNS namespaces npo2 and po2). Build trees go to
-# build-*/. P2Z_VM=0 leaves the QEMU step out (a quick local run).
+# tests, a clang libFuzzer build with each fuzz target run for 40 s
+# (tests/fuzz/run.sh), then the device tests in a QEMU guest
+# (tests/vm/run.sh: Debian's 6.1 and 6.12 kernels, NVMe ZNS namespaces npo2
+# and po2). Build trees go to build-*/. P2Z_VM=0 leaves the QEMU step out (a quick local run).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -92,6 +93,26 @@ step "build clang tsan" build_tsan
 step "tests clang tsan: stress, unit (dev, emu, zone, uring)" \
 	env TSAN_OPTIONS=halt_on_error=1:exitcode=66 \
 	bash -c "cd build-tsan && ctest --output-on-failure -j2 -R '^(func/1003|unit/check_(dev|emu|zone|uring))'"
+# libFuzzer: each target replays its seed corpus (regress-* inputs
+# included) and fuzzes for 40 s; a crash fails the step, a missing
+# libFuzzer skips it (77). Only the targets are built.
+build_fuzz() {
+	[ -f "$(clang -print-file-name=libclang_rt.fuzzer-x86_64.a)" ] || {
+		echo "clang's libFuzzer is missing (libclang-rt-14-dev)"
+		return 77
+	}
+	CC=clang cmake -S . -B build-fuzz -DP2Z_WERROR=ON -DP2Z_FUZZ=ON \
+		-DP2Z_TESTS=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null &&
+		cmake --build build-fuzz -j"$(nproc)" --target fuzz_emu_image \
+			fuzz_opts fuzz_nvme_path fuzz_report -- \
+			--no-print-directory >/dev/null ||
+		cmake --build build-fuzz -j1 --target fuzz_emu_image fuzz_opts \
+			fuzz_nvme_path fuzz_report # again, to show the errors
+}
+
+step "build clang libFuzzer" build_fuzz
+step "fuzz targets, 40 s each" \
+	env P2Z_FUZZ_SECONDS=40 bash tests/fuzz/run.sh build-fuzz
 if [ "${P2Z_VM:-1}" != 0 ]; then
 	step "device tests in a QEMU guest (kernels 6.1, 6.12)" \
 		env P2Z_BUILD="$top/build-gcc" P2Z_VM_WORK="$top/build-vm" \

@@ -106,18 +106,22 @@ void p2z_nvme_path_close(struct p2z_nvme_path *np);
 
 /**
  * p2z_nvme_path_max_bytes() - largest passthrough transfer the kernel takes
+ * @sysfs: where sysfs is mounted ("/sys"; tests pass a tree of their own)
  * @np: an opened namespace
  *
  * From the disk's queue: max_hw_sectors_kb, and max_segments - 1 pages
  * (a buffer that is not page aligned spans one page more). Without a disk
- * in sysfs, the block layer's default of 255 sectors.
+ * in sysfs (or a max_hw_sectors_kb of 0, or no number), the block layer's
+ * default of 255 sectors.
  *
- * Return: bytes, not rounded to the LBA size.
+ * Return: bytes, not rounded to the LBA size, never 0.
  */
-uint32_t p2z_nvme_path_max_bytes(const struct p2z_nvme_path *np);
+uint32_t p2z_nvme_path_max_bytes(const char *sysfs,
+				 const struct p2z_nvme_path *np);
 
 /**
  * p2z_nvme_path_dma_mask() - alignment the kernel wants of passthrough data
+ * @sysfs: where sysfs is mounted ("/sys"; tests pass a tree of their own)
  * @np: open namespace
  *
  * From the disk's queue/dma_alignment: a buffer whose address has any of
@@ -127,6 +131,7 @@ uint32_t p2z_nvme_path_max_bytes(const struct p2z_nvme_path *np);
  *
  * Return: the mask; 511 when sysfs does not say.
  */
-uint32_t p2z_nvme_path_dma_mask(const struct p2z_nvme_path *np);
+uint32_t p2z_nvme_path_dma_mask(const char *sysfs,
+				const struct p2z_nvme_path *np);
 
 #endif /* PO2ZFS_NVME_PATH_H */
