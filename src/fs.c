@@ -637,81 +637,73 @@ static void p2z_fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	p2z_fs_reply_err(req, ret);
 }
 
-static void p2z_fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	(void)ino;
-	(void)name;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
 /* ---- the namespace is fixed ---- */
 
-static void p2z_fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-			 mode_t mode, dev_t rdev)
+/* The requests that would change the namespace, refused by p2z_fs_refuse(). */
+enum p2z_fs_refused {
+	P2Z_FS_REFUSE_MKNOD,
+	P2Z_FS_REFUSE_MKDIR,
+	P2Z_FS_REFUSE_UNLINK,
+	P2Z_FS_REFUSE_RMDIR,
+	P2Z_FS_REFUSE_SYMLINK,
+	P2Z_FS_REFUSE_RENAME,
+	P2Z_FS_REFUSE_LINK,
+	P2Z_FS_REFUSE_CREATE,
+	P2Z_FS_REFUSE_REMOVEXATTR,
+	P2Z_FS_REFUSE_NR,
+};
+
+/*
+ * What each gets: EPERM, as zonefs' fixed tree answers, except a new name,
+ * for which zonefs has no ->create and the VFS answers EACCES. No xattr can
+ * be removed: they are all computed.
+ */
+static const int p2z_fs_refused_errno[P2Z_FS_REFUSE_NR] = {
+	[P2Z_FS_REFUSE_MKNOD] = EPERM,	     [P2Z_FS_REFUSE_MKDIR] = EPERM,
+	[P2Z_FS_REFUSE_UNLINK] = EPERM,	     [P2Z_FS_REFUSE_RMDIR] = EPERM,
+	[P2Z_FS_REFUSE_SYMLINK] = EPERM,     [P2Z_FS_REFUSE_RENAME] = EPERM,
+	[P2Z_FS_REFUSE_LINK] = EPERM,	     [P2Z_FS_REFUSE_CREATE] = EACCES,
+	[P2Z_FS_REFUSE_REMOVEXATTR] = EPERM,
+};
+
+static void p2z_fs_refuse(fuse_req_t req, enum p2z_fs_refused op)
 {
-	(void)parent;
-	(void)name;
-	(void)mode;
-	(void)rdev;
-	p2z_fs_reply_err(req, -EPERM);
+	p2z_fs_reply_err(req, -p2z_fs_refused_errno[op]);
 }
 
-static void p2z_fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-			 mode_t mode)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	p2z_fs_reply_err(req, -EPERM);
-}
+/*
+ * The handlers only name their request: the arguments do not matter, and
+ * P2Z_FS_REFUSER() spares each its (void) casts.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define P2Z_FS_REFUSER(name, op, ...)                          \
+	static void p2z_fs_##name(fuse_req_t req, __VA_ARGS__) \
+	{                                                      \
+		p2z_fs_refuse(req, op);                        \
+	}
 
-static void p2z_fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent;
-	(void)name;
-	p2z_fs_reply_err(req, -EPERM);
-}
+P2Z_FS_REFUSER(mknod, P2Z_FS_REFUSE_MKNOD, fuse_ino_t parent, const char *name,
+	       mode_t mode, dev_t rdev)
+P2Z_FS_REFUSER(mkdir, P2Z_FS_REFUSE_MKDIR, fuse_ino_t parent, const char *name,
+	       mode_t mode)
+P2Z_FS_REFUSER(unlink, P2Z_FS_REFUSE_UNLINK, fuse_ino_t parent,
+	       const char *name)
+P2Z_FS_REFUSER(rmdir, P2Z_FS_REFUSE_RMDIR, fuse_ino_t parent, const char *name)
+P2Z_FS_REFUSER(symlink, P2Z_FS_REFUSE_SYMLINK, const char *link,
+	       fuse_ino_t parent, const char *name)
+P2Z_FS_REFUSER(rename, P2Z_FS_REFUSE_RENAME, fuse_ino_t parent,
+	       const char *name, fuse_ino_t newparent, const char *newname,
+	       unsigned int flags)
+P2Z_FS_REFUSER(link, P2Z_FS_REFUSE_LINK, fuse_ino_t ino, fuse_ino_t newparent,
+	       const char *newname)
+P2Z_FS_REFUSER(create, P2Z_FS_REFUSE_CREATE, fuse_ino_t parent,
+	       const char *name, mode_t mode, struct fuse_file_info *fi)
+P2Z_FS_REFUSER(removexattr, P2Z_FS_REFUSE_REMOVEXATTR, fuse_ino_t ino,
+	       const char *name)
 
-static void p2z_fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-			   const char *name)
-{
-	(void)link;
-	(void)parent;
-	(void)name;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
-static void p2z_fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-			  fuse_ino_t newparent, const char *newname,
-			  unsigned int flags)
-{
-	(void)parent;
-	(void)name;
-	(void)newparent;
-	(void)newname;
-	(void)flags;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
-static void p2z_fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-			const char *newname)
-{
-	(void)ino;
-	(void)newparent;
-	(void)newname;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
-/* zonefs has no ->create: the VFS answers EACCES for a new name. */
-static void p2z_fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-			  mode_t mode, struct fuse_file_info *fi)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	(void)fi;
-	p2z_fs_reply_err(req, -EACCES);
-}
+#undef P2Z_FS_REFUSER
+#pragma GCC diagnostic pop
 
 /* ---- session ---- */
 
@@ -743,7 +735,7 @@ const struct fuse_lowlevel_ops p2z_fs_ops = {
 	.mknod = p2z_fs_mknod,
 	.mkdir = p2z_fs_mkdir,
 	.unlink = p2z_fs_unlink,
-	.rmdir = p2z_fs_unlink,
+	.rmdir = p2z_fs_rmdir,
 	.symlink = p2z_fs_symlink,
 	.rename = p2z_fs_rename,
 	.link = p2z_fs_link,
