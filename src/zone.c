@@ -380,6 +380,23 @@ struct p2z_stat *p2z_zone_table_dev_stats(struct p2z_zone_table *zt)
 	return zt->dev->stats;
 }
 
+void p2z_zone_table_dev_facts(const struct p2z_zone_table *zt,
+			      struct p2z_zone_dev_facts *f)
+{
+	const struct p2z_dev *dev = zt->dev;
+
+	f->backend = dev->ops->name;
+	f->path = dev->path;
+	f->max_open = dev->info.max_open;
+	f->max_active = dev->info.max_active;
+	f->max_append_bytes = dev->info.max_append_bytes;
+}
+
+const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st)
+{
+	return p2z_zone_cond_name(st->cond);
+}
+
 int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
 		       struct p2z_zone_state *st)
 {
