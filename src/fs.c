@@ -1,25 +1,12 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * FUSE lowlevel handlers: a zonefs-like tree (seq/N, cnv/N) plus the po2
- * view of the device, over the zone table.
- *
- * Ordering of writes. A sequential zone accepts a write only at its write
- * pointer, so the writes of one file must reach the daemon in file order.
- * The kernel (fs/fuse/file.c) sends the writes of an FOPEN_DIRECT_IO file
- * from fuse_direct_write_iter() under the exclusive inode lock (we never
- * set FOPEN_PARALLEL_DIRECT_WRITES, which libfuse 3.14 cannot even ask
- * for). What remains is fuse_direct_IO() for asynchronous direct I/O
- * (libaio, io_uring): with FUSE_CAP_ASYNC_DIO it splits one request into
- * max_write pieces sent concurrently, and a write that does not extend the
- * cached i_size returns -EIOCBQUEUED and drops the inode lock before it is
- * served, so the mt loop could serve two writes of one zone out of order.
- * The daemon therefore turns FUSE_CAP_ASYNC_DIO off: every piece is then
- * sent and answered in order before the next one, whatever the submitter.
- * io_uring additionally serialises writes to one regular file in io-wq
- * (hashed work). Writes inside a zone are thus never reordered, the daemon
- * never waits for a predecessor, and a write that is not at the write
- * pointer is simply EINVAL, as in zonefs. Each zone's wr_lock serialises
- * what remains (two files on one zone: its seq file and po2).
+ * view of the device, over the zone table. This file owns the namespace
+ * (zonefs' super.c): nodes and their attributes, lookup, getattr, setattr,
+ * readdir, statfs, the xattr requests, the refusals of the fixed namespace,
+ * the session setup and the ops table. The files themselves (open, read,
+ * write, flush, fsync, release, the buffer pool) are fs_file.c's, which
+ * also explains how the writes of one zone stay in order.
  *
  * Page cache and attributes. Sequential zone files opened for writing (and
  * O_DIRECT opens) are direct-io, and so is po2 (see p2z_fs_node_may_cache());
@@ -39,11 +26,9 @@
  *
  * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
  */
-#define FUSE_USE_VERSION 314
+#include "fs_priv.h"
 
 #include <errno.h>
-#include <fcntl.h>
-#include <fuse_lowlevel.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -55,68 +40,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "po2zfs/fs.h"
 #include "po2zfs/log.h"
-#include "po2zfs/stats.h"
 
 /* Names never change: let the kernel keep them. */
 #define P2Z_FS_ENTRY_TIMEOUT 86400.0
 /* Directories and po2 change only through setattr, which refreshes them. */
 #define P2Z_FS_STATIC_ATTR_TIMEOUT 86400.0
-/* Kernel reads are at most max_pages (256) pages; room to align them. */
-#define P2Z_FS_BUF_BYTES (P2Z_FS_MAX_WRITE + 2 * 65536)
-#define P2Z_FS_POOL_MAX 32
 #define P2Z_FS_NAME_MAX 255
-
-enum p2z_fs_kind {
-	P2Z_FS_ROOT,
-	P2Z_FS_SEQ_DIR,
-	P2Z_FS_CNV_DIR,
-	P2Z_FS_PO2,
-	P2Z_FS_ZONE,
-};
-
-/* An inode: what it is and, for zone files, which zone. */
-struct p2z_fs_node {
-	fuse_ino_t ino;
-	enum p2z_fs_kind kind;
-	uint64_t zidx;
-};
-
-/* Attributes kept in memory until unmount; guarded by p2z_fs.attr_lock. */
-struct p2z_fs_attr {
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	struct timespec atime;
-	struct timespec mtime;
-	struct timespec ctime;
-};
-
-/* What open() saw, for the later calls on that file (fi->fh). */
-struct p2z_fs_file {
-	int flags;
-	bool writer; /* holds a p2z_zone_get_write() reference */
-	bool closing; /* flushed, not released; guarded by closing_lock */
-};
-
-/* Requests counted for user.dev.stats. */
-enum p2z_fs_stat_op {
-	P2Z_FS_STAT_LOOKUP,
-	P2Z_FS_STAT_GETATTR,
-	P2Z_FS_STAT_SETATTR,
-	P2Z_FS_STAT_READDIR,
-	P2Z_FS_STAT_OPEN,
-	P2Z_FS_STAT_RELEASE,
-	P2Z_FS_STAT_READ,
-	P2Z_FS_STAT_WRITE,
-	P2Z_FS_STAT_FLUSH,
-	P2Z_FS_STAT_FSYNC,
-	P2Z_FS_STAT_STATFS,
-	P2Z_FS_STAT_XATTR,
-	P2Z_FS_STAT_INVAL,
-	P2Z_FS_STAT_NR,
-};
 
 static const char *const p2z_fs_stat_names[P2Z_FS_STAT_NR] = {
 	[P2Z_FS_STAT_LOOKUP] = "fs.lookup",
@@ -134,110 +64,11 @@ static const char *const p2z_fs_stat_names[P2Z_FS_STAT_NR] = {
 	[P2Z_FS_STAT_INVAL] = "fs.inval",
 };
 
-struct p2z_fs {
-	struct p2z_zone_table *zt;
-	const struct p2z_geom *geom;
-	struct p2z_fs_opts opts;
-	uint64_t nr_inodes;
-	pthread_mutex_t attr_lock;
-	struct p2z_fs_attr *attrs; /* indexed by inode number */
-	pthread_mutex_t pool_lock;
-	void *pool[P2Z_FS_POOL_MAX]; /* guarded by pool_lock */
-	unsigned int pool_nr; /* guarded by pool_lock */
-	pthread_mutex_t closing_lock;
-	pthread_cond_t closing_cond; /* signalled when nr_closing drops */
-	uint64_t nr_closing; /* guarded by closing_lock */
-	struct fuse_session *se; /* for invalidations; NULL: cache nothing */
-	uint64_t page_bytes;
-	uint32_t *writers; /* open writers per zone file, atomic */
-	uint32_t po2_writers; /* open writers of po2, atomic */
-	struct p2z_stat stats[P2Z_FS_STAT_NR];
-};
-
-/* ---- replies: the only place that calls fuse_reply_*() ---- */
-
-static void p2z_fs_reply_err(fuse_req_t req, int ret)
-{
-	fuse_reply_err(req, ret < 0 ? -ret : 0);
-}
-
-static void p2z_fs_reply_entry(fuse_req_t req, int ret,
-			       const struct fuse_entry_param *e)
-{
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_entry(req, e);
-}
-
-static void p2z_fs_reply_attr(fuse_req_t req, int ret, const struct stat *st,
-			      double timeout)
-{
-	if (ret < 0)
-		fuse_reply_err(req, -ret);
-	else
-		fuse_reply_attr(req, st, timeout);
-}
-
-/* Return: 0, or -errno if the reply could not be sent (no release then). */
-static int p2z_fs_reply_open(fuse_req_t req, int ret,
-			     const struct fuse_file_info *fi)
-{
-	if (ret < 0) {
-		fuse_reply_err(req, -ret);
-		return 0;
-	}
-	return fuse_reply_open(req, fi);
-}
-
-static void p2z_fs_reply_data(fuse_req_t req, ssize_t ret, const void *buf)
-{
-	if (ret < 0)
-		fuse_reply_err(req, (int)-ret);
-	else
-		fuse_reply_buf(req, buf, (size_t)ret);
-}
-
-static void p2z_fs_reply_write(fuse_req_t req, ssize_t ret)
-{
-	if (ret < 0)
-		fuse_reply_err(req, (int)-ret);
-	else
-		fuse_reply_write(req, (size_t)ret);
-}
-
-static void p2z_fs_reply_statfs(fuse_req_t req, const struct statvfs *sv)
-{
-	fuse_reply_statfs(req, sv);
-}
-
-/*
- * xattr values and lists: size 0 asks for the length, a smaller buffer is
- * ERANGE (fuse_lowlevel.h, getxattr/listxattr).
- */
-static void p2z_fs_reply_xattr(fuse_req_t req, ssize_t len, const char *val,
-			       size_t size)
-{
-	if (len < 0)
-		fuse_reply_err(req, (int)-len);
-	else if (!size)
-		fuse_reply_xattr(req, (size_t)len);
-	else if ((size_t)len > size)
-		fuse_reply_err(req, ERANGE);
-	else
-		fuse_reply_buf(req, val, (size_t)len);
-}
-
 /* ---- inodes and attributes ---- */
 
-static struct p2z_fs *p2z_fs_of(fuse_req_t req)
-{
-	return fuse_req_userdata(req);
-}
-
 /* Count a request of kind @op that started at @t0 and returned @ret. */
-static void p2z_fs_count(struct p2z_fs *fs, enum p2z_fs_stat_op op, uint64_t t0,
-			 ssize_t ret)
+void p2z_fs_count(struct p2z_fs *fs, enum p2z_fs_stat_op op, uint64_t t0,
+		  ssize_t ret)
 {
 	bool sized = op == P2Z_FS_STAT_READ || op == P2Z_FS_STAT_WRITE;
 
@@ -250,7 +81,7 @@ static void p2z_fs_count(struct p2z_fs *fs, enum p2z_fs_stat_op op, uint64_t t0,
  * pages still in flight, so it must not be called with a zone lock held.
  * An inode the kernel does not know (-ENOENT) has nothing cached.
  */
-static void p2z_fs_inval(struct p2z_fs *fs, fuse_ino_t ino, off_t off)
+void p2z_fs_inval(struct p2z_fs *fs, fuse_ino_t ino, off_t off)
 {
 	uint64_t t0 = p2z_stat_now();
 	int ret;
@@ -266,8 +97,8 @@ static void p2z_fs_inval(struct p2z_fs *fs, fuse_ino_t ino, off_t off)
 	p2z_fs_count(fs, P2Z_FS_STAT_INVAL, t0, ret == -ENOENT ? 0 : ret);
 }
 
-static int p2z_fs_node_of(const struct p2z_fs *fs, fuse_ino_t ino,
-			  struct p2z_fs_node *n)
+int p2z_fs_node_of(const struct p2z_fs *fs, fuse_ino_t ino,
+		   struct p2z_fs_node *n)
 {
 	n->ino = ino;
 	n->zidx = 0;
@@ -292,19 +123,13 @@ static int p2z_fs_node_of(const struct p2z_fs *fs, fuse_ino_t ino,
 	return 0;
 }
 
-static bool p2z_fs_node_is_dir(const struct p2z_fs_node *n)
-{
-	return n->kind == P2Z_FS_ROOT || n->kind == P2Z_FS_SEQ_DIR ||
-	       n->kind == P2Z_FS_CNV_DIR;
-}
-
 static void p2z_fs_now(struct timespec *ts)
 {
 	clock_gettime(CLOCK_REALTIME, ts);
 }
 
 /* The data of a file changed: new mtime and ctime. */
-static void p2z_fs_touch(struct p2z_fs *fs, fuse_ino_t ino)
+void p2z_fs_touch(struct p2z_fs *fs, fuse_ino_t ino)
 {
 	struct timespec now;
 
@@ -404,24 +229,13 @@ static double p2z_fs_attr_timeout(const struct p2z_fs *fs,
 	return P2Z_FS_STATIC_ATTR_TIMEOUT;
 }
 
-/* Count the writers of zone files and po2 (see p2z_fs_attr_timeout()). */
-static void p2z_fs_count_writer(struct p2z_fs *fs, const struct p2z_fs_node *n,
-				int by)
-{
-	uint32_t *c = n->kind == P2Z_FS_ZONE ? &fs->writers[n->zidx] :
-					       &fs->po2_writers;
-
-	if (n->kind == P2Z_FS_ZONE || n->kind == P2Z_FS_PO2)
-		__atomic_add_fetch(c, (uint32_t)by, __ATOMIC_RELAXED);
-}
-
 /*
  * After a device error the errors= policy may have changed the zone's size
  * or mode: drop what the kernel caches of it. Called after the reply, so
  * that a read request never waits for the invalidation of its own page.
  */
-static void p2z_fs_after_error(struct p2z_fs *fs, const struct p2z_fs_node *n,
-			       ssize_t ret)
+void p2z_fs_after_error(struct p2z_fs *fs, const struct p2z_fs_node *n,
+			ssize_t ret)
 {
 	if (ret == -EIO && n->kind == P2Z_FS_ZONE)
 		p2z_fs_inval(fs, n->ino, 0);
@@ -437,7 +251,7 @@ static void p2z_fs_after_error(struct p2z_fs *fs, const struct p2z_fs_node *n,
  * never have pages under writeback, and reads of the zone wait for no lock
  * the reset still holds.
  */
-static void p2z_fs_inval_reset(struct p2z_fs *fs, const struct p2z_fs_node *n)
+void p2z_fs_inval_reset(struct p2z_fs *fs, const struct p2z_fs_node *n)
 {
 	p2z_fs_inval(fs, n->ino, 0);
 }
@@ -702,432 +516,6 @@ static void p2z_fs_readdirplus(fuse_req_t req, fuse_ino_t ino, size_t size,
 	p2z_fs_readdir_common(req, ino, size, off, true);
 }
 
-/* ---- buffers ---- */
-
-static void *p2z_fs_buf_get(struct p2z_fs *fs)
-{
-	void *buf = NULL;
-
-	pthread_mutex_lock(&fs->pool_lock);
-	if (fs->pool_nr)
-		buf = fs->pool[--fs->pool_nr];
-	pthread_mutex_unlock(&fs->pool_lock);
-	if (!buf && posix_memalign(&buf, P2Z_ZONE_BUF_ALIGN, P2Z_FS_BUF_BYTES))
-		return NULL;
-	return buf;
-}
-
-static void p2z_fs_buf_put(struct p2z_fs *fs, void *buf)
-{
-	if (!buf)
-		return;
-	pthread_mutex_lock(&fs->pool_lock);
-	if (fs->pool_nr < P2Z_FS_POOL_MAX) {
-		fs->pool[fs->pool_nr++] = buf;
-		buf = NULL;
-	}
-	pthread_mutex_unlock(&fs->pool_lock);
-	free(buf);
-}
-
-/* ---- open, release ---- */
-
-/*
- * The kernel sends RELEASE in the background: close(2) returns before the
- * daemon has dropped the file's explicitly open zone. So that "close, then
- * open another zone" does not fail with a spurious EBUSY, and the zone
- * condition read right after a close is the closed one, callers that care
- * wait, briefly, for the files already flushed (closed by their last
- * descriptor, in the common case) to be released. Bounded: a file kept by
- * a mapping or a dup()ed descriptor is flushed long before its release.
- */
-#define P2Z_FS_RELEASE_WAIT_NS 500000000L
-
-static void p2z_fs_wait_releases(struct p2z_fs *fs)
-{
-	struct timespec end;
-
-	if (!fs->zt->opts.explicit_open)
-		return;
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_nsec += P2Z_FS_RELEASE_WAIT_NS;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
-	pthread_mutex_lock(&fs->closing_lock);
-	while (fs->nr_closing &&
-	       pthread_cond_timedwait(&fs->closing_cond, &fs->closing_lock,
-				      &end) != ETIMEDOUT)
-		;
-	pthread_mutex_unlock(&fs->closing_lock);
-}
-
-static void p2z_fs_file_set_closing(struct p2z_fs *fs, struct p2z_fs_file *f,
-				    bool closing)
-{
-	pthread_mutex_lock(&fs->closing_lock);
-	if (f->closing != closing) {
-		f->closing = closing;
-		if (closing) {
-			fs->nr_closing++;
-		} else {
-			fs->nr_closing--;
-			pthread_cond_broadcast(&fs->closing_cond);
-		}
-	}
-	pthread_mutex_unlock(&fs->closing_lock);
-}
-
-/*
- * Whether an open may use the page cache. Not for po2: any zone's writes
- * change it, and it has no size or mtime change the kernel could notice.
- * Not for an offline zone: its size is 0, so the kernel would answer reads
- * with end of file instead of sending them for the EPERM of zonefs. Writers
- * of sequential zone files are direct-io: every write reaches the daemon as
- * issued and a shared writable mapping fails (FUSE refuses it on direct-io
- * files). Writers of conventional zone files are not, so that they can
- * mmap(MAP_SHARED) the file, as on zonefs: without the writeback cache the
- * kernel still sends each write(2) through before it returns, and msync(2)
- * or fsync(2) send the dirty pages of a mapping.
- *
- * Not for sequential zones whose LBA is smaller than a page: their end of
- * file can fall inside a page, which a reader caches zero-filled past it.
- * An append through another file (direct-io) cannot update that page, and
- * dropping it is not enough: a reader that took the page before the drop
- * copies from it after the size has grown (filemap_read() reads i_size
- * after it has its pages), zeros where the append put data. With LBAs of a
- * page or more the end of file is always at a page boundary, and pages
- * past it are never cached.
- */
-static bool p2z_fs_node_may_cache(struct p2z_fs *fs,
-				  const struct p2z_fs_node *n, bool writer)
-{
-	struct p2z_zone_state zs;
-
-	if (n->kind == P2Z_FS_PO2 ||
-	    p2z_zone_get_state(fs->zt, n->zidx, false, &zs) ||
-	    (zs.flags & P2Z_ZONE_F_OFFLINE))
-		return false;
-	if (zs.type == P2Z_ZONE_TYPE_SEQ &&
-	    fs->geom->lba_bytes % fs->page_bytes)
-		return false;
-	return !writer || zs.type == P2Z_ZONE_TYPE_CNV;
-}
-
-static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
-			    struct fuse_file_info *fi, struct p2z_fs_file *f)
-{
-	bool trunc = fi->flags & O_TRUNC;
-	int ret = 0;
-
-	if (p2z_fs_node_is_dir(n))
-		return -EISDIR;
-	f->flags = fi->flags;
-	f->writer = (fi->flags & O_ACCMODE) != O_RDONLY;
-	if (f->writer && p2z_zone_table_is_rdonly(fs->zt))
-		return -EROFS;
-	if (f->writer && n->kind == P2Z_FS_ZONE) {
-		ret = p2z_zone_get_write(fs->zt, n->zidx);
-		if (ret == -EBUSY) {
-			p2z_fs_wait_releases(fs);
-			ret = p2z_zone_get_write(fs->zt, n->zidx);
-		}
-		if (ret)
-			return ret;
-	}
-	/*
-	 * From here on, attribute replies of the zone file are not cached;
-	 * the invalidation below (or the reset's) then makes the kernel drop
-	 * the replies computed before, which may still carry a long timeout
-	 * (see p2z_fs_attr_timeout()).
-	 */
-	if (f->writer)
-		p2z_fs_count_writer(fs, n, 1);
-	/* FUSE_CAP_ATOMIC_O_TRUNC: O_TRUNC comes here, not as a setattr. */
-	if (trunc) {
-		ret = n->kind == P2Z_FS_ZONE ?
-			      p2z_zone_truncate(fs->zt, n->zidx, 0) :
-			      -EPERM;
-		if (!ret) {
-			p2z_fs_touch(fs, n->ino);
-			p2z_fs_inval_reset(fs, n);
-		}
-	} else if (f->writer && n->kind == P2Z_FS_ZONE) {
-		p2z_fs_inval(fs, n->ino, -1);
-	}
-	if (ret && f->writer) {
-		if (n->kind == P2Z_FS_ZONE)
-			p2z_zone_put_write(fs->zt, n->zidx);
-		p2z_fs_count_writer(fs, n, -1);
-	}
-	fi->direct_io = (fi->flags & O_DIRECT) ||
-			!p2z_fs_node_may_cache(fs, n, f->writer);
-	/* The daemon drops what changes behind the kernel (p2z_fs_inval). */
-	fi->keep_cache = !fi->direct_io && fs->se;
-	return ret;
-}
-
-static void p2z_fs_release_file(struct p2z_fs *fs, const struct p2z_fs_node *n,
-				struct p2z_fs_file *f)
-{
-	if (f->writer && n->kind == P2Z_FS_ZONE)
-		p2z_zone_put_write(fs->zt, n->zidx);
-	if (f->writer)
-		p2z_fs_count_writer(fs, n, -1);
-	p2z_fs_file_set_closing(fs, f, false);
-	free(f);
-}
-
-static void p2z_fs_open(fuse_req_t req, fuse_ino_t ino,
-			struct fuse_file_info *fi)
-{
-	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_file *f;
-	struct p2z_fs_node n = { 0 };
-	uint64_t t0 = p2z_stat_now();
-	int ret;
-
-	f = calloc(1, sizeof(*f));
-	ret = f ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
-	if (!ret)
-		ret = p2z_fs_open_node(fs, &n, fi, f);
-	p2z_fs_count(fs, P2Z_FS_STAT_OPEN, t0, ret);
-	if (ret) {
-		free(f);
-		p2z_fs_reply_open(req, ret, fi);
-		p2z_fs_after_error(fs, &n, ret);
-		return;
-	}
-	fi->fh = (uintptr_t)f;
-	/* Interrupted open: the kernel will send no release for it. */
-	if (p2z_fs_reply_open(req, 0, fi))
-		p2z_fs_release_file(fs, &n, f);
-}
-
-static void p2z_fs_release(fuse_req_t req, fuse_ino_t ino,
-			   struct fuse_file_info *fi)
-{
-	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
-	struct p2z_fs_node n = { 0 };
-	uint64_t t0 = p2z_stat_now();
-
-	if (f && !p2z_fs_node_of(fs, ino, &n))
-		p2z_fs_release_file(fs, &n, f);
-	p2z_fs_count(fs, P2Z_FS_STAT_RELEASE, t0, 0);
-	p2z_fs_reply_err(req, 0);
-}
-
-/* ---- read ---- */
-
-/*
- * Read [a, e), the LBA-aligned range around the request, into buf; *skip
- * gets the offset of the requested data in buf.
- */
-static ssize_t p2z_fs_read_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
-				char *buf, size_t size, off_t off, size_t *skip,
-				uint64_t *err_zidx)
-{
-	uint64_t lba = fs->geom->lba_bytes;
-	uint64_t a, e;
-	ssize_t ret;
-
-	if (off < 0)
-		return -EINVAL;
-	if (!size)
-		return 0;
-	if (size > P2Z_FS_MAX_WRITE)
-		size = P2Z_FS_MAX_WRITE;
-	a = (uint64_t)off / lba * lba;
-	if ((uint64_t)off > UINT64_MAX - size - lba)
-		return 0;
-	e = ((uint64_t)off + size + lba - 1) / lba * lba;
-	*skip = (uint64_t)off - a;
-	if (n->kind == P2Z_FS_PO2)
-		ret = p2z_po2_read(fs->zt, buf, e - a, a, err_zidx);
-	else if (n->kind == P2Z_FS_ZONE)
-		ret = p2z_zone_read(fs->zt, n->zidx, buf, e - a, a);
-	else
-		return -EISDIR;
-	if (ret < 0)
-		return ret;
-	if ((size_t)ret <= *skip)
-		return 0;
-	return (size_t)ret - *skip < size ? (ssize_t)((size_t)ret - *skip) :
-					    (ssize_t)size;
-}
-
-static void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
-			struct fuse_file_info *fi)
-{
-	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_node n = { 0 }, en;
-	uint64_t t0 = p2z_stat_now();
-	uint64_t err_zidx = UINT64_MAX;
-	size_t skip = 0;
-	ssize_t ret;
-	char *buf;
-
-	(void)fi;
-	buf = p2z_fs_buf_get(fs);
-	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
-	if (!ret)
-		ret = p2z_fs_read_node(fs, &n, buf, size, off, &skip,
-				       &err_zidx);
-	p2z_fs_count(fs, P2Z_FS_STAT_READ, t0, ret);
-	p2z_fs_reply_data(req, ret, buf ? buf + skip : NULL);
-	p2z_fs_buf_put(fs, buf);
-	/* A po2 read failed in the zone err_zidx: its own file changed. */
-	if (n.kind == P2Z_FS_PO2 && err_zidx != UINT64_MAX &&
-	    !p2z_fs_node_of(fs, P2Z_FS_INO_ZONE0 + err_zidx, &en))
-		p2z_fs_after_error(fs, &en, ret);
-	else
-		p2z_fs_after_error(fs, &n, ret);
-}
-
-/* ---- write ---- */
-
-static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
-				 const char *buf, size_t len, off_t off,
-				 bool append)
-{
-	uint64_t zidx = 0;
-	ssize_t ret;
-
-	if (off < 0)
-		return -EINVAL;
-	switch (n->kind) {
-	case P2Z_FS_ZONE:
-		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
-				      append);
-	case P2Z_FS_PO2:
-		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, &zidx);
-		/* The zone's own file changed, behind the kernel's back. */
-		if (ret > 0) {
-			p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + zidx);
-			p2z_fs_inval(fs, P2Z_FS_INO_ZONE0 + zidx, 0);
-		}
-		return ret;
-	default:
-		return -EISDIR;
-	}
-}
-
-/* Copy the request's data into a pool buffer. */
-static ssize_t p2z_fs_copy_in(void *buf, struct fuse_bufvec *in)
-{
-	size_t len = fuse_buf_size(in);
-	struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
-	ssize_t ret;
-
-	if (len > P2Z_FS_BUF_BYTES)
-		return -EINVAL;
-	out.buf[0].mem = buf;
-	ret = fuse_buf_copy(&out, in, 0);
-	if (ret >= 0 && (size_t)ret != len)
-		return -EIO;
-	return ret;
-}
-
-/*
- * Where the request's data is for the device: in place, where libfuse read
- * it into memory (right after the request header) at an address the device
- * layer takes, so that no copy is made that the hardware does not need;
- * otherwise (a pipe, several pieces) copied into a pool buffer, *@buf.
- * Return: the length, or -errno.
- */
-static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
-				 void **buf, const void **data)
-{
-	const struct fuse_buf *b = &in->buf[in->idx];
-	const char *mem = (const char *)b->mem + in->off;
-
-	if (in->count == 1 && !(b->flags & FUSE_BUF_IS_FD) &&
-	    !((uintptr_t)mem % P2Z_ZONE_BUF_MIN_ALIGN)) {
-		*data = mem;
-		return (ssize_t)(b->size - in->off);
-	}
-	*buf = p2z_fs_buf_get(fs);
-	if (!*buf)
-		return -ENOMEM;
-	*data = *buf;
-	return p2z_fs_copy_in(*buf, in);
-}
-
-static void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino,
-			     struct fuse_bufvec *in, off_t off,
-			     struct fuse_file_info *fi)
-{
-	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
-	struct p2z_fs_node n = { 0 };
-	uint64_t t0 = p2z_stat_now();
-	const void *data = NULL;
-	void *buf = NULL;
-	bool append;
-	ssize_t ret;
-
-	ret = p2z_fs_node_of(fs, ino, &n);
-	if (!ret && !f)
-		ret = -EBADF;
-	if (!ret)
-		ret = p2z_fs_write_data(fs, in, &buf, &data);
-	if (ret >= 0) {
-		/*
-		 * fi->flags is the file's current f_flags (fuse_write_flags()
-		 * in fs/fuse/file.c), fcntl(F_SETFL) included: the open flags
-		 * are not, or a cleared O_APPEND would still append. The
-		 * write-back of a mapped page is never an append.
-		 */
-		append = !fi->writepage && (fi->flags & O_APPEND);
-		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append);
-	}
-	if (ret > 0)
-		p2z_fs_touch(fs, ino);
-	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
-	p2z_fs_reply_write(req, ret);
-	p2z_fs_buf_put(fs, buf);
-	p2z_fs_after_error(fs, &n, ret);
-}
-
-/* ---- flush, fsync ---- */
-
-/* A descriptor was closed. Nothing is buffered: writes are done when acked. */
-static void p2z_fs_flush(fuse_req_t req, fuse_ino_t ino,
-			 struct fuse_file_info *fi)
-{
-	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
-	uint64_t t0 = p2z_stat_now();
-
-	(void)ino;
-	if (f && f->writer && fs->zt->opts.explicit_open)
-		p2z_fs_file_set_closing(fs, f, true);
-	p2z_fs_count(fs, P2Z_FS_STAT_FLUSH, t0, 0);
-	p2z_fs_reply_err(req, 0);
-}
-
-static void p2z_fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
-			 struct fuse_file_info *fi)
-{
-	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_node n = { 0 };
-	uint64_t t0 = p2z_stat_now();
-	int ret;
-
-	(void)datasync;
-	(void)fi;
-	ret = p2z_fs_node_of(fs, ino, &n);
-	if (!ret && n.kind == P2Z_FS_ZONE)
-		ret = p2z_zone_flush(fs->zt, n.zidx);
-	else if (!ret && n.kind == P2Z_FS_PO2)
-		ret = p2z_zone_table_flush(fs->zt);
-	p2z_fs_count(fs, P2Z_FS_STAT_FSYNC, t0, ret);
-	p2z_fs_reply_err(req, ret);
-	p2z_fs_after_error(fs, &n, ret);
-}
-
 /* ---- statfs ---- */
 
 static void p2z_fs_statfs(fuse_req_t req, fuse_ino_t ino)
@@ -1249,81 +637,73 @@ static void p2z_fs_setxattr(fuse_req_t req, fuse_ino_t ino, const char *name,
 	p2z_fs_reply_err(req, ret);
 }
 
-static void p2z_fs_removexattr(fuse_req_t req, fuse_ino_t ino, const char *name)
-{
-	(void)ino;
-	(void)name;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
 /* ---- the namespace is fixed ---- */
 
-static void p2z_fs_mknod(fuse_req_t req, fuse_ino_t parent, const char *name,
-			 mode_t mode, dev_t rdev)
+/* The requests that would change the namespace, refused by p2z_fs_refuse(). */
+enum p2z_fs_refused {
+	P2Z_FS_REFUSE_MKNOD,
+	P2Z_FS_REFUSE_MKDIR,
+	P2Z_FS_REFUSE_UNLINK,
+	P2Z_FS_REFUSE_RMDIR,
+	P2Z_FS_REFUSE_SYMLINK,
+	P2Z_FS_REFUSE_RENAME,
+	P2Z_FS_REFUSE_LINK,
+	P2Z_FS_REFUSE_CREATE,
+	P2Z_FS_REFUSE_REMOVEXATTR,
+	P2Z_FS_REFUSE_NR,
+};
+
+/*
+ * What each gets: EPERM, as zonefs' fixed tree answers, except a new name,
+ * for which zonefs has no ->create and the VFS answers EACCES. No xattr can
+ * be removed: they are all computed.
+ */
+static const int p2z_fs_refused_errno[P2Z_FS_REFUSE_NR] = {
+	[P2Z_FS_REFUSE_MKNOD] = EPERM,	     [P2Z_FS_REFUSE_MKDIR] = EPERM,
+	[P2Z_FS_REFUSE_UNLINK] = EPERM,	     [P2Z_FS_REFUSE_RMDIR] = EPERM,
+	[P2Z_FS_REFUSE_SYMLINK] = EPERM,     [P2Z_FS_REFUSE_RENAME] = EPERM,
+	[P2Z_FS_REFUSE_LINK] = EPERM,	     [P2Z_FS_REFUSE_CREATE] = EACCES,
+	[P2Z_FS_REFUSE_REMOVEXATTR] = EPERM,
+};
+
+static void p2z_fs_refuse(fuse_req_t req, enum p2z_fs_refused op)
 {
-	(void)parent;
-	(void)name;
-	(void)mode;
-	(void)rdev;
-	p2z_fs_reply_err(req, -EPERM);
+	p2z_fs_reply_err(req, -p2z_fs_refused_errno[op]);
 }
 
-static void p2z_fs_mkdir(fuse_req_t req, fuse_ino_t parent, const char *name,
-			 mode_t mode)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	p2z_fs_reply_err(req, -EPERM);
-}
+/*
+ * The handlers only name their request: the arguments do not matter, and
+ * P2Z_FS_REFUSER() spares each its (void) casts.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+#define P2Z_FS_REFUSER(name, op, ...)                          \
+	static void p2z_fs_##name(fuse_req_t req, __VA_ARGS__) \
+	{                                                      \
+		p2z_fs_refuse(req, op);                        \
+	}
 
-static void p2z_fs_unlink(fuse_req_t req, fuse_ino_t parent, const char *name)
-{
-	(void)parent;
-	(void)name;
-	p2z_fs_reply_err(req, -EPERM);
-}
+P2Z_FS_REFUSER(mknod, P2Z_FS_REFUSE_MKNOD, fuse_ino_t parent, const char *name,
+	       mode_t mode, dev_t rdev)
+P2Z_FS_REFUSER(mkdir, P2Z_FS_REFUSE_MKDIR, fuse_ino_t parent, const char *name,
+	       mode_t mode)
+P2Z_FS_REFUSER(unlink, P2Z_FS_REFUSE_UNLINK, fuse_ino_t parent,
+	       const char *name)
+P2Z_FS_REFUSER(rmdir, P2Z_FS_REFUSE_RMDIR, fuse_ino_t parent, const char *name)
+P2Z_FS_REFUSER(symlink, P2Z_FS_REFUSE_SYMLINK, const char *link,
+	       fuse_ino_t parent, const char *name)
+P2Z_FS_REFUSER(rename, P2Z_FS_REFUSE_RENAME, fuse_ino_t parent,
+	       const char *name, fuse_ino_t newparent, const char *newname,
+	       unsigned int flags)
+P2Z_FS_REFUSER(link, P2Z_FS_REFUSE_LINK, fuse_ino_t ino, fuse_ino_t newparent,
+	       const char *newname)
+P2Z_FS_REFUSER(create, P2Z_FS_REFUSE_CREATE, fuse_ino_t parent,
+	       const char *name, mode_t mode, struct fuse_file_info *fi)
+P2Z_FS_REFUSER(removexattr, P2Z_FS_REFUSE_REMOVEXATTR, fuse_ino_t ino,
+	       const char *name)
 
-static void p2z_fs_symlink(fuse_req_t req, const char *link, fuse_ino_t parent,
-			   const char *name)
-{
-	(void)link;
-	(void)parent;
-	(void)name;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
-static void p2z_fs_rename(fuse_req_t req, fuse_ino_t parent, const char *name,
-			  fuse_ino_t newparent, const char *newname,
-			  unsigned int flags)
-{
-	(void)parent;
-	(void)name;
-	(void)newparent;
-	(void)newname;
-	(void)flags;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
-static void p2z_fs_link(fuse_req_t req, fuse_ino_t ino, fuse_ino_t newparent,
-			const char *newname)
-{
-	(void)ino;
-	(void)newparent;
-	(void)newname;
-	p2z_fs_reply_err(req, -EPERM);
-}
-
-/* zonefs has no ->create: the VFS answers EACCES for a new name. */
-static void p2z_fs_create(fuse_req_t req, fuse_ino_t parent, const char *name,
-			  mode_t mode, struct fuse_file_info *fi)
-{
-	(void)parent;
-	(void)name;
-	(void)mode;
-	(void)fi;
-	p2z_fs_reply_err(req, -EACCES);
-}
+#undef P2Z_FS_REFUSER
+#pragma GCC diagnostic pop
 
 /* ---- session ---- */
 
@@ -1331,7 +711,7 @@ static void p2z_fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
 	conn->max_write = P2Z_FS_MAX_WRITE;
-	/* Keeps the writes of one file in order: see the top of this file. */
+	/* Keeps the writes of one file in order: see the top of fs_file.c. */
 	conn->want &= ~FUSE_CAP_ASYNC_DIO;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/*
@@ -1355,7 +735,7 @@ const struct fuse_lowlevel_ops p2z_fs_ops = {
 	.mknod = p2z_fs_mknod,
 	.mkdir = p2z_fs_mkdir,
 	.unlink = p2z_fs_unlink,
-	.rmdir = p2z_fs_unlink,
+	.rmdir = p2z_fs_rmdir,
 	.symlink = p2z_fs_symlink,
 	.rename = p2z_fs_rename,
 	.link = p2z_fs_link,

@@ -100,7 +100,7 @@ static ssize_t p2z_xattr_zone(struct p2z_zone_table *zt, uint64_t zidx, int id,
 		return p2z_xattr_u64(val, zs.wp_bytes);
 	case P2Z_XA_ZONE_COND:
 		return snprintf(val, P2Z_XATTR_VALUE_MAX, "%s",
-				p2z_zone_cond_name(zs.cond));
+				p2z_zone_state_cond_name(&zs));
 	default:
 		return snprintf(val, P2Z_XATTR_VALUE_MAX, "%s",
 				zs.type == P2Z_ZONE_TYPE_SEQ ? "seq" : "cnv");
@@ -109,14 +109,15 @@ static ssize_t p2z_xattr_zone(struct p2z_zone_table *zt, uint64_t zidx, int id,
 
 static ssize_t p2z_xattr_dev(struct p2z_zone_table *zt, int id, char *val)
 {
-	const struct p2z_dev *dev = zt->dev;
 	const struct p2z_geom *g = &zt->geom;
+	struct p2z_zone_dev_facts f;
 
+	p2z_zone_table_dev_facts(zt, &f);
 	switch (id) {
 	case P2Z_XA_DEV_BACKEND:
-		return snprintf(val, P2Z_XATTR_VALUE_MAX, "%s", dev->ops->name);
+		return snprintf(val, P2Z_XATTR_VALUE_MAX, "%s", f.backend);
 	case P2Z_XA_DEV_PATH:
-		return snprintf(val, P2Z_XATTR_VALUE_MAX, "%s", dev->path);
+		return snprintf(val, P2Z_XATTR_VALUE_MAX, "%s", f.path);
 	case P2Z_XA_DEV_LBA_SIZE:
 		return p2z_xattr_u64(val, g->lba_bytes);
 	case P2Z_XA_DEV_NR_ZONES:
@@ -126,11 +127,11 @@ static ssize_t p2z_xattr_dev(struct p2z_zone_table *zt, int id, char *val)
 	case P2Z_XA_DEV_PO2_ZONE_SIZE:
 		return p2z_xattr_u64(val, g->po2_zone_lba * g->lba_bytes);
 	case P2Z_XA_DEV_MAX_OPEN:
-		return p2z_xattr_u64(val, dev->info.max_open);
+		return p2z_xattr_u64(val, f.max_open);
 	case P2Z_XA_DEV_MAX_ACTIVE:
-		return p2z_xattr_u64(val, dev->info.max_active);
+		return p2z_xattr_u64(val, f.max_active);
 	default:
-		return p2z_xattr_u64(val, dev->info.max_append_bytes);
+		return p2z_xattr_u64(val, f.max_append_bytes);
 	}
 }
 

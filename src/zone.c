@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Zone table: cached write pointer, condition and capacity of every zone,
- * the operations the filesystem performs on zones, and the errors= policy
- * applied after an I/O error. Modelled on Linux zonefs (fs/zonefs/super.c
- * and file.c); the lock order is documented in po2zfs/zone.h.
+ * and the operations the filesystem performs on zones. The errors= policy
+ * applied after an I/O error is zone_errors.c's. Modelled on Linux zonefs
+ * (fs/zonefs/super.c and file.c); the lock order is documented in
+ * po2zfs/zone.h.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -12,44 +13,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "zone_priv.h"
+
 #include "po2zfs/log.h"
-#include "po2zfs/zone.h"
 
 /* Zones per report_zones call at mount. */
 #define P2Z_REPORT_BATCH 1024U
-
-struct p2z_zone {
-	pthread_mutex_t wr_lock;
-	pthread_rwlock_t io_lock;
-	pthread_mutex_t lock;
-	uint64_t start_bytes; /* constant */
-	uint64_t cap_bytes; /* constant */
-	uint8_t type; /* constant */
-	uint8_t cond; /* guarded by lock */
-	bool active; /* guarded by lock: counted in nr_active */
-	unsigned int flags; /* guarded by lock */
-	/* guarded by wr_lock; written with atomics: get_state reads it
-	 * without the lock */
-	unsigned int wr_refs;
-	uint64_t wp_bytes; /* guarded by lock */
-	uint64_t size_bytes; /* guarded by lock */
-	/*
-	 * End of the data really written, <= size_bytes; guarded by lock.
-	 * Smaller than the size only for a zone finished during this mount:
-	 * the rest reads as zeros without asking the device.
-	 */
-	uint64_t data_bytes;
-};
-
-struct p2z_zone_table_priv {
-	atomic_bool rdonly;
-	atomic_uint_fast64_t used_bytes;
-	atomic_uint_fast64_t nr_active;
-	atomic_uint_fast64_t nr_exp_open;
-	uint64_t cap_bytes;
-	uint32_t max_exp_open; /* 0: explicit-open off */
-	bool use_append;
-};
 
 static struct p2z_zone *p2z_zone_of(struct p2z_zone_table *zt, uint64_t zidx)
 {
@@ -58,38 +27,13 @@ static struct p2z_zone *p2z_zone_of(struct p2z_zone_table *zt, uint64_t zidx)
 	return &zt->zones[zidx];
 }
 
-static bool p2z_zone_is_seq(const struct p2z_zone *z)
-{
-	return z->type == P2Z_ZONE_TYPE_SEQ;
-}
-
 static bool p2z_zone_is_aligned(const struct p2z_zone_table *zt, uint64_t v)
 {
 	return (v & (zt->geom.lba_bytes - 1)) == 0;
 }
 
-/*
- * Errors that say nothing about the zone's health: resources of the device
- * or of this process. They are returned as they are, without the errors=
- * policy.
- */
-static bool p2z_zone_err_is_io(int err)
-{
-	return err != -ENOMEM && err != -ETOOMANYREFS && err != -EOVERFLOW &&
-	       err != -EINTR && err != -EAGAIN;
-}
-
-static void p2z_zone_set_rdonly(struct p2z_zone_table *zt, const char *why)
-{
-	if (atomic_exchange(&zt->priv->rdonly, true))
-		return;
-	p2z_log(LOG_WARNING, "%s: filesystem switched to read-only", why);
-	if (zt->opts.on_rdonly)
-		zt->opts.on_rdonly(zt->opts.on_rdonly_arg);
-}
-
 /* Keep nr_active in step with the zone; z->lock held. */
-static void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
+void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
 {
 	bool active = p2z_zone_is_seq(z) &&
 		      !(z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE)) &&
@@ -106,8 +50,8 @@ static void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
 }
 
 /* Change the file size and the usage counter; z->lock held. */
-static void __p2z_zone_set_size(struct p2z_zone_table *zt, struct p2z_zone *z,
-				uint64_t size)
+void __p2z_zone_set_size(struct p2z_zone_table *zt, struct p2z_zone *z,
+			 uint64_t size)
 {
 	/* Unsigned wrap-around makes this a subtraction when shrinking. */
 	atomic_fetch_add(&zt->priv->used_bytes, size - z->size_bytes);
@@ -118,9 +62,9 @@ static void __p2z_zone_set_size(struct p2z_zone_table *zt, struct p2z_zone *z,
  * The device's write pointer as an offset in the zone, within [0, cap]. Not
  * valid for read-only and offline zones on ZNS: shown, never used as a size.
  */
-static uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
-				 const struct p2z_zone *z,
-				 const struct p2z_zone_info *zi)
+uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
+			  const struct p2z_zone *z,
+			  const struct p2z_zone_info *zi)
 {
 	uint64_t start = z->start_bytes / zt->geom.lba_bytes;
 
@@ -133,147 +77,6 @@ static uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
 	if ((zi->wp_lba - start) * zt->geom.lba_bytes > z->cap_bytes)
 		return z->cap_bytes;
 	return (zi->wp_lba - start) * zt->geom.lba_bytes;
-}
-
-static const char *p2z_errors_name(enum p2z_errors errors)
-{
-	switch (errors) {
-	case P2Z_ERRORS_REMOUNT_RO:
-		return "remount-ro";
-	case P2Z_ERRORS_ZONE_RO:
-		return "zone-ro";
-	case P2Z_ERRORS_ZONE_OFFLINE:
-		return "zone-offline";
-	case P2Z_ERRORS_REPAIR:
-		return "repair";
-	}
-	return "?";
-}
-
-/* What the errors= policy did to a zone, for the log; z->lock held. */
-static const char *p2z_zone_error_action(const struct p2z_zone *z,
-					 enum p2z_errors errors)
-{
-	if (z->flags & P2Z_ZONE_F_OFFLINE)
-		return "zone offline";
-	if (z->flags & P2Z_ZONE_F_RDONLY)
-		return errors == P2Z_ERRORS_REMOUNT_RO ?
-			       "zone and filesystem read-only" :
-			       "zone read-only";
-	if (errors == P2Z_ERRORS_REMOUNT_RO)
-		return "filesystem read-only";
-	return "file size repaired from the device";
-}
-
-/*
- * Apply the errors= policy to a zone whose state was just re-read from the
- * device (zonefs_io_error_cb()). z->lock held.
- */
-static void __p2z_zone_apply_error(struct p2z_zone_table *zt,
-				   struct p2z_zone *z, uint64_t zidx,
-				   const struct p2z_zone_info *zi, bool write)
-{
-	enum p2z_errors errors = zt->opts.errors;
-	uint64_t wp = p2z_zone_info_wp(zt, z, zi);
-	uint64_t data_size;
-
-	switch (zi->cond) {
-	case P2Z_ZONE_COND_OFFLINE:
-		data_size = 0;
-		break;
-	case P2Z_ZONE_COND_READONLY:
-		/* The write pointer of a read-only zone is not valid. */
-		data_size = z->size_bytes;
-		wp = z->wp_bytes;
-		break;
-	default:
-		data_size = p2z_zone_is_seq(z) ? wp : z->cap_bytes;
-		break;
-	}
-
-	/* A read error on a healthy, consistent zone changes nothing. */
-	if (zi->cond != P2Z_ZONE_COND_OFFLINE &&
-	    zi->cond != P2Z_ZONE_COND_READONLY && !write &&
-	    z->size_bytes == data_size) {
-		z->cond = zi->cond;
-		return;
-	}
-
-	if (p2z_zone_is_seq(z) && z->size_bytes != data_size)
-		p2z_log(LOG_WARNING,
-			"zone %" PRIu64 ": size %" PRIu64
-			", the device has %" PRIu64,
-			zidx, z->size_bytes, data_size);
-
-	if (zi->cond == P2Z_ZONE_COND_READONLY)
-		z->flags |= P2Z_ZONE_F_RDONLY;
-	if (zi->cond == P2Z_ZONE_COND_OFFLINE ||
-	    errors == P2Z_ERRORS_ZONE_OFFLINE) {
-		p2z_log(LOG_WARNING,
-			"zone %" PRIu64 ": read/write access disabled", zidx);
-		z->flags |= P2Z_ZONE_F_OFFLINE;
-		data_size = 0;
-	} else if (zi->cond == P2Z_ZONE_COND_READONLY ||
-		   errors == P2Z_ERRORS_ZONE_RO) {
-		p2z_log(LOG_WARNING, "zone %" PRIu64 ": write access disabled",
-			zidx);
-		z->flags |= P2Z_ZONE_F_RDONLY;
-	}
-	/* A bad zone is no longer open: do not close it on the last close. */
-	if (z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE))
-		z->flags &= ~P2Z_ZONE_F_OPEN;
-	if (errors == P2Z_ERRORS_REMOUNT_RO)
-		p2z_zone_set_rdonly(zt, "I/O error");
-	p2z_log(LOG_WARNING,
-		"zone %" PRIu64 ": %s error, zone %s, errors=%s: %s", zidx,
-		write ? "write" : "read", p2z_zone_cond_name(zi->cond),
-		p2z_errors_name(errors), p2z_zone_error_action(z, errors));
-
-	if (data_size <= z->data_bytes)
-		z->data_bytes = data_size;
-	else if (!(zi->cond == P2Z_ZONE_COND_FULL &&
-		   z->size_bytes == z->cap_bytes))
-		z->data_bytes = data_size;
-	__p2z_zone_set_size(zt, z, data_size);
-	z->wp_bytes = wp;
-	z->cond = zi->cond;
-	__p2z_zone_account(zt, z);
-}
-
-/*
- * Re-read a zone after an I/O error and apply the errors= policy
- * (__zonefs_io_error()). The caller holds z->wr_lock; readers are drained
- * first since the write pointer may move back.
- */
-static void __p2z_zone_io_error(struct p2z_zone_table *zt, struct p2z_zone *z,
-				uint64_t zidx, bool write)
-{
-	struct p2z_zone_info zi;
-	int ret;
-
-	pthread_rwlock_wrlock(&z->io_lock);
-	ret = p2z_dev_report_zones(zt->dev, zidx, 1, &zi);
-	pthread_mutex_lock(&z->lock);
-	if (ret == 1 && zi.start_lba * zt->geom.lba_bytes == z->start_bytes) {
-		__p2z_zone_apply_error(zt, z, zidx, &zi, write);
-	} else {
-		p2z_log(LOG_ERR,
-			"zone %" PRIu64
-			": cannot read its state after an I/O error (%d)",
-			zidx, ret < 0 ? ret : -EIO);
-		if (zt->opts.errors == P2Z_ERRORS_REMOUNT_RO)
-			p2z_zone_set_rdonly(zt, "I/O error");
-	}
-	pthread_mutex_unlock(&z->lock);
-	pthread_rwlock_unlock(&z->io_lock);
-}
-
-static void p2z_zone_io_error(struct p2z_zone_table *zt, struct p2z_zone *z,
-			      uint64_t zidx, bool write)
-{
-	pthread_mutex_lock(&z->wr_lock);
-	__p2z_zone_io_error(zt, z, zidx, write);
-	pthread_mutex_unlock(&z->wr_lock);
 }
 
 static int p2z_zone_init_locks(struct p2z_zone *z)
@@ -575,6 +378,23 @@ int p2z_zone_table_flush(struct p2z_zone_table *zt)
 struct p2z_stat *p2z_zone_table_dev_stats(struct p2z_zone_table *zt)
 {
 	return zt->dev->stats;
+}
+
+void p2z_zone_table_dev_facts(const struct p2z_zone_table *zt,
+			      struct p2z_zone_dev_facts *f)
+{
+	const struct p2z_dev *dev = zt->dev;
+
+	f->backend = dev->ops->name;
+	f->path = dev->path;
+	f->max_open = dev->info.max_open;
+	f->max_active = dev->info.max_active;
+	f->max_append_bytes = dev->info.max_append_bytes;
+}
+
+const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st)
+{
+	return p2z_zone_cond_name(st->cond);
 }
 
 int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,

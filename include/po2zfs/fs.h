@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * The filesystem: FUSE lowlevel handlers over a zone table (fs.c), the tree
- * of names (dir.c), the po2 view (po2.c) and the extended attributes
- * (xattr.c). Names, inode numbers
- * and errno rules live here; zone state and I/O rules live in the zone
- * module.
+ * The filesystem: FUSE lowlevel handlers over a zone table (fs.c for the
+ * namespace, fs_file.c for the files, sharing src/fs_priv.h), the tree of
+ * names (dir.c), the po2 view (po2.c) and the extended attributes
+ * (xattr.c). Names, inode numbers and errno rules live here; zone state and
+ * I/O rules live in the zone module.
  *
  * FUSE node ids (P2Z_FS_INO_*, the "ino" of the handlers) are stable across
  * mounts of the same device:

@@ -112,6 +112,24 @@ struct p2z_zone_usage {
 	uint64_t nr_exp_open;
 };
 
+/**
+ * struct p2z_zone_dev_facts - what the filesystem shows of the device
+ * @backend: name of its backend ("nvme", "zbd", "emu")
+ * @path: the path it was opened by
+ * @max_open: maximum open zones, 0 = no limit
+ * @max_active: maximum active zones, 0 = no limit
+ * @max_append_bytes: largest single zone append, 0 = no zone append
+ *
+ * The strings belong to the device: valid while the table is open.
+ */
+struct p2z_zone_dev_facts {
+	const char *backend;
+	const char *path;
+	uint32_t max_open;
+	uint32_t max_active;
+	uint32_t max_append_bytes;
+};
+
 struct p2z_zone;
 struct p2z_zone_table_priv;
 
@@ -204,7 +222,29 @@ int p2z_zone_table_flush(struct p2z_zone_table *zt);
  */
 struct p2z_stat *p2z_zone_table_dev_stats(struct p2z_zone_table *zt);
 
+/**
+ * p2z_zone_table_dev_facts() - the device's name and limits, for display
+ * @zt: table
+ * @f: result
+ *
+ * The filesystem shows these (user.dev.* xattrs) without reaching into the
+ * device layer.
+ */
+void p2z_zone_table_dev_facts(const struct p2z_zone_table *zt,
+			      struct p2z_zone_dev_facts *f);
+
 /* zone.c: one zone */
+
+/**
+ * p2z_zone_state_cond_name() - the word for the condition of a snapshot
+ * @st: snapshot from p2z_zone_get_state()
+ *
+ * The words of p2z_zone_cond_name() ("empty", "implicit-open", ...), for
+ * the layers above the zone table.
+ *
+ * Return: a static string.
+ */
+const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st);
 
 /**
  * p2z_zone_get_state() - snapshot of a zone

@@ -1,0 +1,465 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The files of the filesystem (zonefs' file.c): the pool of I/O buffers,
+ * open, release, flush, fsync, read and write of the zone files and of po2.
+ * The names, attributes and the ops table are fs.c's (see fs_priv.h).
+ *
+ * Ordering of writes. A sequential zone accepts a write only at its write
+ * pointer, so the writes of one file must reach the daemon in file order.
+ * The kernel (fs/fuse/file.c) sends the writes of an FOPEN_DIRECT_IO file
+ * from fuse_direct_write_iter() under the exclusive inode lock (we never
+ * set FOPEN_PARALLEL_DIRECT_WRITES, which libfuse 3.14 cannot even ask
+ * for). What remains is fuse_direct_IO() for asynchronous direct I/O
+ * (libaio, io_uring): with FUSE_CAP_ASYNC_DIO it splits one request into
+ * max_write pieces sent concurrently, and a write that does not extend the
+ * cached i_size returns -EIOCBQUEUED and drops the inode lock before it is
+ * served, so the mt loop could serve two writes of one zone out of order.
+ * The daemon therefore turns FUSE_CAP_ASYNC_DIO off: every piece is then
+ * sent and answered in order before the next one, whatever the submitter.
+ * io_uring additionally serialises writes to one regular file in io-wq
+ * (hashed work). Writes inside a zone are thus never reordered, the daemon
+ * never waits for a predecessor, and a write that is not at the write
+ * pointer is simply EINVAL, as in zonefs. Each zone's wr_lock serialises
+ * what remains (two files on one zone: its seq file and po2).
+ *
+ * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
+ */
+#include "fs_priv.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Count the writers of zone files and po2 (see p2z_fs_attr_timeout()). */
+static void p2z_fs_count_writer(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				int by)
+{
+	uint32_t *c = n->kind == P2Z_FS_ZONE ? &fs->writers[n->zidx] :
+					       &fs->po2_writers;
+
+	if (n->kind == P2Z_FS_ZONE || n->kind == P2Z_FS_PO2)
+		__atomic_add_fetch(c, (uint32_t)by, __ATOMIC_RELAXED);
+}
+
+/* ---- buffers ---- */
+
+static void *p2z_fs_buf_get(struct p2z_fs *fs)
+{
+	void *buf = NULL;
+
+	pthread_mutex_lock(&fs->pool_lock);
+	if (fs->pool_nr)
+		buf = fs->pool[--fs->pool_nr];
+	pthread_mutex_unlock(&fs->pool_lock);
+	if (!buf && posix_memalign(&buf, P2Z_ZONE_BUF_ALIGN, P2Z_FS_BUF_BYTES))
+		return NULL;
+	return buf;
+}
+
+static void p2z_fs_buf_put(struct p2z_fs *fs, void *buf)
+{
+	if (!buf)
+		return;
+	pthread_mutex_lock(&fs->pool_lock);
+	if (fs->pool_nr < P2Z_FS_POOL_MAX) {
+		fs->pool[fs->pool_nr++] = buf;
+		buf = NULL;
+	}
+	pthread_mutex_unlock(&fs->pool_lock);
+	free(buf);
+}
+
+/* ---- open, release ---- */
+
+/*
+ * The kernel sends RELEASE in the background: close(2) returns before the
+ * daemon has dropped the file's explicitly open zone. So that "close, then
+ * open another zone" does not fail with a spurious EBUSY, and the zone
+ * condition read right after a close is the closed one, callers that care
+ * wait, briefly, for the files already flushed (closed by their last
+ * descriptor, in the common case) to be released. Bounded: a file kept by
+ * a mapping or a dup()ed descriptor is flushed long before its release.
+ */
+#define P2Z_FS_RELEASE_WAIT_NS 500000000L
+
+void p2z_fs_wait_releases(struct p2z_fs *fs)
+{
+	struct timespec end;
+
+	if (!fs->zt->opts.explicit_open)
+		return;
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_nsec += P2Z_FS_RELEASE_WAIT_NS;
+	if (end.tv_nsec >= 1000000000L) {
+		end.tv_sec++;
+		end.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&fs->closing_lock);
+	while (fs->nr_closing &&
+	       pthread_cond_timedwait(&fs->closing_cond, &fs->closing_lock,
+				      &end) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&fs->closing_lock);
+}
+
+static void p2z_fs_file_set_closing(struct p2z_fs *fs, struct p2z_fs_file *f,
+				    bool closing)
+{
+	pthread_mutex_lock(&fs->closing_lock);
+	if (f->closing != closing) {
+		f->closing = closing;
+		if (closing) {
+			fs->nr_closing++;
+		} else {
+			fs->nr_closing--;
+			pthread_cond_broadcast(&fs->closing_cond);
+		}
+	}
+	pthread_mutex_unlock(&fs->closing_lock);
+}
+
+/*
+ * Whether an open may use the page cache. Not for po2: any zone's writes
+ * change it, and it has no size or mtime change the kernel could notice.
+ * Not for an offline zone: its size is 0, so the kernel would answer reads
+ * with end of file instead of sending them for the EPERM of zonefs. Writers
+ * of sequential zone files are direct-io: every write reaches the daemon as
+ * issued and a shared writable mapping fails (FUSE refuses it on direct-io
+ * files). Writers of conventional zone files are not, so that they can
+ * mmap(MAP_SHARED) the file, as on zonefs: without the writeback cache the
+ * kernel still sends each write(2) through before it returns, and msync(2)
+ * or fsync(2) send the dirty pages of a mapping.
+ *
+ * Not for sequential zones whose LBA is smaller than a page: their end of
+ * file can fall inside a page, which a reader caches zero-filled past it.
+ * An append through another file (direct-io) cannot update that page, and
+ * dropping it is not enough: a reader that took the page before the drop
+ * copies from it after the size has grown (filemap_read() reads i_size
+ * after it has its pages), zeros where the append put data. With LBAs of a
+ * page or more the end of file is always at a page boundary, and pages
+ * past it are never cached.
+ */
+static bool p2z_fs_node_may_cache(struct p2z_fs *fs,
+				  const struct p2z_fs_node *n, bool writer)
+{
+	struct p2z_zone_state zs;
+
+	if (n->kind == P2Z_FS_PO2 ||
+	    p2z_zone_get_state(fs->zt, n->zidx, false, &zs) ||
+	    (zs.flags & P2Z_ZONE_F_OFFLINE))
+		return false;
+	if (zs.type == P2Z_ZONE_TYPE_SEQ &&
+	    fs->geom->lba_bytes % fs->page_bytes)
+		return false;
+	return !writer || zs.type == P2Z_ZONE_TYPE_CNV;
+}
+
+static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+			    struct fuse_file_info *fi, struct p2z_fs_file *f)
+{
+	bool trunc = fi->flags & O_TRUNC;
+	int ret = 0;
+
+	if (p2z_fs_node_is_dir(n))
+		return -EISDIR;
+	f->flags = fi->flags;
+	f->writer = (fi->flags & O_ACCMODE) != O_RDONLY;
+	if (f->writer && p2z_zone_table_is_rdonly(fs->zt))
+		return -EROFS;
+	if (f->writer && n->kind == P2Z_FS_ZONE) {
+		ret = p2z_zone_get_write(fs->zt, n->zidx);
+		if (ret == -EBUSY) {
+			p2z_fs_wait_releases(fs);
+			ret = p2z_zone_get_write(fs->zt, n->zidx);
+		}
+		if (ret)
+			return ret;
+	}
+	/*
+	 * From here on, attribute replies of the zone file are not cached;
+	 * the invalidation below (or the reset's) then makes the kernel drop
+	 * the replies computed before, which may still carry a long timeout
+	 * (see p2z_fs_attr_timeout()).
+	 */
+	if (f->writer)
+		p2z_fs_count_writer(fs, n, 1);
+	/* FUSE_CAP_ATOMIC_O_TRUNC: O_TRUNC comes here, not as a setattr. */
+	if (trunc) {
+		ret = n->kind == P2Z_FS_ZONE ?
+			      p2z_zone_truncate(fs->zt, n->zidx, 0) :
+			      -EPERM;
+		if (!ret) {
+			p2z_fs_touch(fs, n->ino);
+			p2z_fs_inval_reset(fs, n);
+		}
+	} else if (f->writer && n->kind == P2Z_FS_ZONE) {
+		p2z_fs_inval(fs, n->ino, -1);
+	}
+	if (ret && f->writer) {
+		if (n->kind == P2Z_FS_ZONE)
+			p2z_zone_put_write(fs->zt, n->zidx);
+		p2z_fs_count_writer(fs, n, -1);
+	}
+	fi->direct_io = (fi->flags & O_DIRECT) ||
+			!p2z_fs_node_may_cache(fs, n, f->writer);
+	/* The daemon drops what changes behind the kernel (p2z_fs_inval). */
+	fi->keep_cache = !fi->direct_io && fs->se;
+	return ret;
+}
+
+static void p2z_fs_release_file(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				struct p2z_fs_file *f)
+{
+	if (f->writer && n->kind == P2Z_FS_ZONE)
+		p2z_zone_put_write(fs->zt, n->zidx);
+	if (f->writer)
+		p2z_fs_count_writer(fs, n, -1);
+	p2z_fs_file_set_closing(fs, f, false);
+	free(f);
+}
+
+void p2z_fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f;
+	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
+	int ret;
+
+	f = calloc(1, sizeof(*f));
+	ret = f ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!ret)
+		ret = p2z_fs_open_node(fs, &n, fi, f);
+	p2z_fs_count(fs, P2Z_FS_STAT_OPEN, t0, ret);
+	if (ret) {
+		free(f);
+		p2z_fs_reply_open(req, ret, fi);
+		p2z_fs_after_error(fs, &n, ret);
+		return;
+	}
+	fi->fh = (uintptr_t)f;
+	/* Interrupted open: the kernel will send no release for it. */
+	if (p2z_fs_reply_open(req, 0, fi))
+		p2z_fs_release_file(fs, &n, f);
+}
+
+void p2z_fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
+
+	if (f && !p2z_fs_node_of(fs, ino, &n))
+		p2z_fs_release_file(fs, &n, f);
+	p2z_fs_count(fs, P2Z_FS_STAT_RELEASE, t0, 0);
+	p2z_fs_reply_err(req, 0);
+}
+
+/* ---- read ---- */
+
+/*
+ * Read [a, e), the LBA-aligned range around the request, into buf; *skip
+ * gets the offset of the requested data in buf.
+ */
+static ssize_t p2z_fs_read_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				char *buf, size_t size, off_t off, size_t *skip,
+				uint64_t *err_zidx)
+{
+	uint64_t lba = fs->geom->lba_bytes;
+	uint64_t a, e;
+	ssize_t ret;
+
+	if (off < 0)
+		return -EINVAL;
+	if (!size)
+		return 0;
+	if (size > P2Z_FS_MAX_WRITE)
+		size = P2Z_FS_MAX_WRITE;
+	a = (uint64_t)off / lba * lba;
+	if ((uint64_t)off > UINT64_MAX - size - lba)
+		return 0;
+	e = ((uint64_t)off + size + lba - 1) / lba * lba;
+	*skip = (uint64_t)off - a;
+	if (n->kind == P2Z_FS_PO2)
+		ret = p2z_po2_read(fs->zt, buf, e - a, a, err_zidx);
+	else if (n->kind == P2Z_FS_ZONE)
+		ret = p2z_zone_read(fs->zt, n->zidx, buf, e - a, a);
+	else
+		return -EISDIR;
+	if (ret < 0)
+		return ret;
+	if ((size_t)ret <= *skip)
+		return 0;
+	return (size_t)ret - *skip < size ? (ssize_t)((size_t)ret - *skip) :
+					    (ssize_t)size;
+}
+
+void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
+		 struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 }, en;
+	uint64_t t0 = p2z_stat_now();
+	uint64_t err_zidx = UINT64_MAX;
+	size_t skip = 0;
+	ssize_t ret;
+	char *buf;
+
+	(void)fi;
+	buf = p2z_fs_buf_get(fs);
+	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!ret)
+		ret = p2z_fs_read_node(fs, &n, buf, size, off, &skip,
+				       &err_zidx);
+	p2z_fs_count(fs, P2Z_FS_STAT_READ, t0, ret);
+	p2z_fs_reply_data(req, ret, buf ? buf + skip : NULL);
+	p2z_fs_buf_put(fs, buf);
+	/* A po2 read failed in the zone err_zidx: its own file changed. */
+	if (n.kind == P2Z_FS_PO2 && err_zidx != UINT64_MAX &&
+	    !p2z_fs_node_of(fs, P2Z_FS_INO_ZONE0 + err_zidx, &en))
+		p2z_fs_after_error(fs, &en, ret);
+	else
+		p2z_fs_after_error(fs, &n, ret);
+}
+
+/* ---- write ---- */
+
+static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				 const char *buf, size_t len, off_t off,
+				 bool append)
+{
+	uint64_t zidx = 0;
+	ssize_t ret;
+
+	if (off < 0)
+		return -EINVAL;
+	switch (n->kind) {
+	case P2Z_FS_ZONE:
+		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
+				      append);
+	case P2Z_FS_PO2:
+		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, &zidx);
+		/* The zone's own file changed, behind the kernel's back. */
+		if (ret > 0) {
+			p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + zidx);
+			p2z_fs_inval(fs, P2Z_FS_INO_ZONE0 + zidx, 0);
+		}
+		return ret;
+	default:
+		return -EISDIR;
+	}
+}
+
+/* Copy the request's data into a pool buffer. */
+static ssize_t p2z_fs_copy_in(void *buf, struct fuse_bufvec *in)
+{
+	size_t len = fuse_buf_size(in);
+	struct fuse_bufvec out = FUSE_BUFVEC_INIT(len);
+	ssize_t ret;
+
+	if (len > P2Z_FS_BUF_BYTES)
+		return -EINVAL;
+	out.buf[0].mem = buf;
+	ret = fuse_buf_copy(&out, in, 0);
+	if (ret >= 0 && (size_t)ret != len)
+		return -EIO;
+	return ret;
+}
+
+/*
+ * Where the request's data is for the device: in place, where libfuse read
+ * it into memory (right after the request header) at an address the device
+ * layer takes, so that no copy is made that the hardware does not need;
+ * otherwise (a pipe, several pieces) copied into a pool buffer, *@buf.
+ * Return: the length, or -errno.
+ */
+static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
+				 void **buf, const void **data)
+{
+	const struct fuse_buf *b = &in->buf[in->idx];
+	const char *mem = (const char *)b->mem + in->off;
+
+	if (in->count == 1 && !(b->flags & FUSE_BUF_IS_FD) &&
+	    !((uintptr_t)mem % P2Z_ZONE_BUF_MIN_ALIGN)) {
+		*data = mem;
+		return (ssize_t)(b->size - in->off);
+	}
+	*buf = p2z_fs_buf_get(fs);
+	if (!*buf)
+		return -ENOMEM;
+	*data = *buf;
+	return p2z_fs_copy_in(*buf, in);
+}
+
+void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
+		      off_t off, struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
+	const void *data = NULL;
+	void *buf = NULL;
+	bool append;
+	ssize_t ret;
+
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret && !f)
+		ret = -EBADF;
+	if (!ret)
+		ret = p2z_fs_write_data(fs, in, &buf, &data);
+	if (ret >= 0) {
+		/*
+		 * fi->flags is the file's current f_flags (fuse_write_flags()
+		 * in fs/fuse/file.c), fcntl(F_SETFL) included: the open flags
+		 * are not, or a cleared O_APPEND would still append. The
+		 * write-back of a mapped page is never an append.
+		 */
+		append = !fi->writepage && (fi->flags & O_APPEND);
+		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append);
+	}
+	if (ret > 0)
+		p2z_fs_touch(fs, ino);
+	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
+	p2z_fs_reply_write(req, ret);
+	p2z_fs_buf_put(fs, buf);
+	p2z_fs_after_error(fs, &n, ret);
+}
+
+/* ---- flush, fsync ---- */
+
+/* A descriptor was closed. Nothing is buffered: writes are done when acked. */
+void p2z_fs_flush(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+	uint64_t t0 = p2z_stat_now();
+
+	(void)ino;
+	if (f && f->writer && fs->zt->opts.explicit_open)
+		p2z_fs_file_set_closing(fs, f, true);
+	p2z_fs_count(fs, P2Z_FS_STAT_FLUSH, t0, 0);
+	p2z_fs_reply_err(req, 0);
+}
+
+void p2z_fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
+		  struct fuse_file_info *fi)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_node n = { 0 };
+	uint64_t t0 = p2z_stat_now();
+	int ret;
+
+	(void)datasync;
+	(void)fi;
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret && n.kind == P2Z_FS_ZONE)
+		ret = p2z_zone_flush(fs->zt, n.zidx);
+	else if (!ret && n.kind == P2Z_FS_PO2)
+		ret = p2z_zone_table_flush(fs->zt);
+	p2z_fs_count(fs, P2Z_FS_STAT_FSYNC, t0, ret);
+	p2z_fs_reply_err(req, ret);
+	p2z_fs_after_error(fs, &n, ret);
+}

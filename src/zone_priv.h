@@ -1,0 +1,129 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What the zone table (zone.c) and its errors= policy (zone_errors.c)
+ * share: the per-zone state and the table's private counters. Private to
+ * those two files; the rest of the program sees po2zfs/zone.h only.
+ */
+#ifndef PO2ZFS_ZONE_PRIV_H
+#define PO2ZFS_ZONE_PRIV_H
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "po2zfs/zone.h"
+
+struct p2z_zone {
+	pthread_mutex_t wr_lock;
+	pthread_rwlock_t io_lock;
+	pthread_mutex_t lock;
+	uint64_t start_bytes; /* constant */
+	uint64_t cap_bytes; /* constant */
+	uint8_t type; /* constant */
+	uint8_t cond; /* guarded by lock */
+	bool active; /* guarded by lock: counted in nr_active */
+	unsigned int flags; /* guarded by lock */
+	/* guarded by wr_lock; written with atomics: get_state reads it
+	 * without the lock */
+	unsigned int wr_refs;
+	uint64_t wp_bytes; /* guarded by lock */
+	uint64_t size_bytes; /* guarded by lock */
+	/*
+	 * End of the data really written, <= size_bytes; guarded by lock.
+	 * Smaller than the size only for a zone finished during this mount:
+	 * the rest reads as zeros without asking the device.
+	 */
+	uint64_t data_bytes;
+};
+
+struct p2z_zone_table_priv {
+	atomic_bool rdonly;
+	atomic_uint_fast64_t used_bytes;
+	atomic_uint_fast64_t nr_active;
+	atomic_uint_fast64_t nr_exp_open;
+	uint64_t cap_bytes;
+	uint32_t max_exp_open; /* 0: explicit-open off */
+	bool use_append;
+};
+
+static inline bool p2z_zone_is_seq(const struct p2z_zone *z)
+{
+	return z->type == P2Z_ZONE_TYPE_SEQ;
+}
+
+/* zone.c */
+
+/**
+ * __p2z_zone_account() - keep nr_active in step with a zone
+ * @zt: zone table
+ * @z: the zone, z->lock held
+ */
+void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z);
+
+/**
+ * __p2z_zone_set_size() - change a zone's file size and the usage counter
+ * @zt: zone table
+ * @z: the zone, z->lock held
+ * @size: new size in bytes
+ */
+void __p2z_zone_set_size(struct p2z_zone_table *zt, struct p2z_zone *z,
+			 uint64_t size);
+
+/**
+ * p2z_zone_info_wp() - the device's write pointer as an offset in the zone
+ * @zt: zone table
+ * @z: the zone
+ * @zi: what the device reported for it
+ *
+ * Return: the offset in bytes, within [0, capacity]; 0 for conventional
+ * zones. Not valid for read-only and offline zones on ZNS.
+ */
+uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
+			  const struct p2z_zone *z,
+			  const struct p2z_zone_info *zi);
+
+/* zone_errors.c */
+
+/**
+ * p2z_zone_err_is_io() - whether an error may say something about a zone
+ * @err: negative errno
+ *
+ * Return: false for the errors of resources (of the device or of this
+ * process), returned as they are without the errors= policy; true else.
+ */
+bool p2z_zone_err_is_io(int err);
+
+/**
+ * p2z_zone_set_rdonly() - switch the whole table to read-only, once
+ * @zt: zone table
+ * @why: logged reason
+ *
+ * Calls the on_rdonly hook of the zone options the first time.
+ */
+void p2z_zone_set_rdonly(struct p2z_zone_table *zt, const char *why);
+
+/**
+ * __p2z_zone_io_error() - re-read a zone after an I/O error and apply the
+ *			   errors= policy
+ * @zt: zone table
+ * @z: the zone, z->wr_lock held
+ * @zidx: its index
+ * @write: whether the failed operation wrote (or changed the zone)
+ *
+ * Drains the zone's readers first: the write pointer may move back.
+ */
+void __p2z_zone_io_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+			 uint64_t zidx, bool write);
+
+/**
+ * p2z_zone_io_error() - __p2z_zone_io_error() taking z->wr_lock
+ * @zt: zone table
+ * @z: the zone
+ * @zidx: its index
+ * @write: whether the failed operation wrote (or changed the zone)
+ */
+void p2z_zone_io_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+		       uint64_t zidx, bool write);
+
+#endif /* PO2ZFS_ZONE_PRIV_H */
