@@ -55,10 +55,13 @@ want="./sbin/mount.po2zfs -> ../../usr/sbin/po2zfs
 ./usr/share/bash-completion/completions/po2zfs
 ./usr/share/bash-completion/completions/po2zfs-emu
 ./usr/share/bash-completion/completions/po2zfs-zone
-./usr/share/man/man7/po2zfs.7
-./usr/share/man/man8/mount.po2zfs.8
-./usr/share/man/man8/po2zfs-emu.8
-./usr/share/man/man8/po2zfs-zone.8"
+./usr/share/doc/po2zfs/changelog.gz
+./usr/share/doc/po2zfs/copyright
+./usr/share/lintian/overrides/po2zfs
+./usr/share/man/man7/po2zfs.7.gz
+./usr/share/man/man8/mount.po2zfs.8.gz
+./usr/share/man/man8/po2zfs-emu.8.gz
+./usr/share/man/man8/po2zfs-zone.8.gz"
 got=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print }' | sort)
 assert_eq "$want" "$got" "package contents"
 
@@ -88,8 +91,11 @@ assert_eq ../../usr/sbin/po2zfs "$(readlink "$root/sbin/mount.po2zfs")" \
 	"mount helper link installed by dpkg --root"
 for m in man7/po2zfs.7 man8/mount.po2zfs.8 man8/po2zfs-emu.8 \
 	man8/po2zfs-zone.8; do
-	[ -s "$root/usr/share/man/$m" ] || fail "man page $m not installed"
+	gzip -t "$root/usr/share/man/$m.gz" || fail "man page $m.gz not installed"
 done
+gzip -t "$root/usr/share/doc/po2zfs/changelog.gz" || fail "no changelog.gz"
+grep -q '^License: GPL-2.0+$' "$root/usr/share/doc/po2zfs/copyright" ||
+	fail "copyright file lacks the GPL-2.0+ license"
 
 # dpkg -x: the same files
 mkdir "$WORK/x" || fail "mkdir $WORK/x"
@@ -109,5 +115,28 @@ esac
 	>/dev/null || fail "installed po2zfs-emu create"
 "$root/usr/sbin/po2zfs-zone" report "$WORK/z.img" | grep -q '^zones: *2 ' ||
 	fail "installed po2zfs-zone report"
+# The control fields lintian looks at.
+assert_eq admin "$(dpkg-deb -f "$deb" Section)" "Section"
+assert_eq optional "$(dpkg-deb -f "$deb" Priority)" "Priority"
+case $(dpkg-deb -f "$deb" Description | sed -n 2p) in
+" "?*) ;;
+*) fail "Description has no extended description" ;;
+esac
+case ", $depends," in
+*", libc6 ("*) ;;
+*) fail "Depends lacks libc6 (dpkg-shlibdeps): $depends" ;;
+esac
+
+# lintian: no error tag that the package's overrides do not cover;
+# warnings and infos are printed.
+if command -v lintian >/dev/null; then
+	lint=$(lintian --no-tag-display-limit -I --pedantic "$deb" 2>&1)
+	printf '%s\n' "$lint" | grep -E '^[WIP]: ' | sed "s/^/$T_NAME: lintian: /"
+	errs=$(printf '%s\n' "$lint" | grep '^E: ')
+	[ -z "$errs" ] || fail "lintian errors: $errs"
+	info "lintian: $(printf '%s\n' "$lint" | grep -c '^W: ') warnings, $(printf '%s\n' "$lint" | grep -c '^[IP]: ') infos, no errors"
+else
+	info "no lintian: package not linted"
+fi
 info "ok: $deb"
 exit 0
