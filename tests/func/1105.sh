@@ -16,6 +16,9 @@
 info "Debian package installed by apt on a debootstrapped Debian 12, mounted"
 [ -n "${P2Z_BUILD:-}" ] || skip "P2Z_BUILD (the build directory) is not set"
 [ -f "$P2Z_BUILD/CPackConfig.cmake" ] || skip "$P2Z_BUILD has no CPack configuration"
+grep -Eq '^P2Z_(SANITIZE|TSAN):BOOL=ON' "$P2Z_BUILD/CMakeCache.txt" 2>/dev/null &&
+	skip "a sanitizer build is not packaged (the gcc build's run installs the package)"
+[ -z "${P2Z_TEST_DEV:-}" ] || skip "packaging is not about a device (P2Z_TEST_DEV is set)"
 [ "$(id -u)" = 0 ] || skip "needs root (debootstrap, chroot, mount)"
 command -v debootstrap >/dev/null || skip "no debootstrap (apt-get install debootstrap)"
 command -v dpkg-deb >/dev/null || skip "no dpkg-deb: cannot build a .deb here"
