@@ -634,7 +634,7 @@ static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	int ret;
 
 	if (e->rdonly)
-		return -EBADF;
+		return -EROFS;
 	if (!len)
 		return 0;
 	ret = emu_check_io(e, len, ofs, &zidx, &rel, &nlb);
@@ -660,7 +660,7 @@ static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 	int ret;
 
 	if (e->rdonly)
-		return -EBADF;
+		return -EROFS;
 	if (zidx >= e->g.nr_zones || emu_zone_is_cnv(e, zidx) ||
 	    len % e->g.lba_bytes || len > e->g.max_append_bytes)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_INVALID_FIELD);
@@ -688,7 +688,7 @@ static int emu_zone_mgmt(struct p2z_dev *dev, uint64_t zidx,
 	int ret;
 
 	if (e->rdonly)
-		return -EBADF;
+		return -EROFS;
 	/* Conventional zones have no zone operations (ZBC: invalid field). */
 	if (zidx >= e->g.nr_zones || emu_zone_is_cnv(e, zidx))
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_INVALID_FIELD);

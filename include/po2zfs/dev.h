@@ -9,13 +9,19 @@
  *   -EILSEQ        write not at the write pointer (ZNS Zone Invalid Write)
  *   -ERANGE        write or read crosses the zone capacity/boundary
  *   -ENOSPC        zone is full
- *   -EROFS         zone is read-only
+ *   -EROFS         zone is read-only; also any write, append or zone
+ *                  operation on a device opened with P2Z_DEV_RDONLY
  *   -ENXIO         zone is offline
  *   -ETOOMANYREFS  too many open zones (as the kernel's BLK_STS_ZONE_OPEN_RESOURCE)
  *   -EOVERFLOW     too many active zones (as BLK_STS_ZONE_ACTIVE_RESOURCE)
  *   -EBADRQC       invalid zone state transition
  *   -EINVAL        LBA out of range, invalid field, misaligned request
  *   -EIO           anything else, including injected faults
+ *
+ * Zero-length requests: p2z_dev_pread(), p2z_dev_pwrite() and
+ * p2z_dev_append() check their arguments (alignment, zone index), then
+ * answer a zero-length request with 0 themselves, so backends never see
+ * @len == 0 through them.
  */
 #ifndef PO2ZFS_DEV_H
 #define PO2ZFS_DEV_H

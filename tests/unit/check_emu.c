@@ -1074,9 +1074,9 @@ START_TEST(test_open_exclusive)
 	ck_assert_uint_eq(zwp(other, 0), 2);
 	expect_data(other, 0, 1, 1, 2);
 	/* A read-only device refuses changes. */
-	ck_assert_int_eq(wr(other, 0, 2, 1, 1), -EBADF);
-	ck_assert_int_eq(mgmt(other, 0, P2Z_ZONE_OP_RESET), -EBADF);
-	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL), -EBADF);
+	ck_assert_int_eq(wr(other, 0, 2, 1, 1), -EROFS);
+	ck_assert_int_eq(mgmt(other, 0, P2Z_ZONE_OP_RESET), -EROFS);
+	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL), -EROFS);
 	ck_assert_int_eq(p2z_dev_flush(other), 0);
 	p2z_dev_close(other);
 	p2z_dev_close(dev);
