@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "p2z_check.h"
 #include "po2zfs/geom.h"
 
 typedef unsigned __int128 u128;
@@ -124,7 +125,7 @@ static const struct geom_case geoms[] = {
 	{ 65536, 3, BIT(45) - 1 },
 };
 
-#define NR_GEOMS (int)(sizeof(geoms) / sizeof(geoms[0]))
+#define NR_GEOMS ARRAY_SIZE(geoms)
 
 /* The reference view of one geometry. */
 struct ref {
@@ -143,20 +144,13 @@ struct ref_zone {
 	u128 po2_start; /* po2 LBA */
 };
 
-static bool short_run(void)
-{
-	const char *s = getenv("P2Z_SHORT");
-
-	return s && *s && strcmp(s, "0");
-}
-
 /*
  * Largest po2 zone size whose every LBA is checked; @cost is log2 of how
  * many calls a test makes per LBA compared with the cheapest tests.
  */
 static uint64_t walk_all_limit(unsigned int cost)
 {
-	return (short_run() ? BIT(17) : BIT(20)) >> cost;
+	return (p2z_check_short_run() ? BIT(17) : BIT(20)) >> cost;
 }
 
 /* a * b by add-and-double. */
@@ -1115,11 +1109,5 @@ static Suite *geom_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(geom_suite());
-	int nr_failed;
-
-	srunner_run_all(sr, CK_ENV);
-	nr_failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nr_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(geom_suite());
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "p2z_check.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 #include "po2zfs/zone.h"
@@ -37,7 +38,7 @@ static const struct p2z_emu_params geoms[] = {
 	{ 512, 96 * MiB, 80 * MiB, 4, 1, 0, 0, 1 * MiB },
 };
 
-#define NR_GEOMS (int)(sizeof(geoms) / sizeof(geoms[0]))
+#define NR_GEOMS ARRAY_SIZE(geoms)
 /* Loop index: geometry and write path (even: zone append, odd: write). */
 #define NR_GEOM_PATHS (2 * NR_GEOMS)
 
@@ -51,7 +52,7 @@ static const enum p2z_errors policies[] = {
 	P2Z_ERRORS_REPAIR,
 };
 
-#define NR_POLICIES (int)(sizeof(policies) / sizeof(policies[0]))
+#define NR_POLICIES ARRAY_SIZE(policies)
 
 /* The image of the running test; removed by the checked teardown. */
 static struct {
@@ -62,20 +63,9 @@ static struct {
 	struct p2z_zone_table *zt;
 } fx;
 
-static bool short_run(void)
-{
-	const char *s = getenv("P2Z_SHORT");
-
-	return s && *s && strcmp(s, "0");
-}
-
 static void fx_create(const struct p2z_emu_params *p)
 {
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(fx.dir, sizeof(fx.dir), "%s/check_zone.XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(fx.dir));
+	p2z_check_mkdtemp(fx.dir, sizeof(fx.dir), "check_zone");
 	snprintf(fx.path, sizeof(fx.path), "%s/img", fx.dir);
 	fx.p = *p;
 	ck_assert_int_eq(p2z_emu_create(fx.path, p, false), 0);
@@ -1174,7 +1164,7 @@ START_TEST(test_concurrent_writers)
 	/* Room for 4 x 200 writes of up to 8 x 512 bytes in one zone. */
 	static const struct p2z_emu_params p = { 512, 96 * MiB, 80 * MiB, 5, 0,
 						 0,   0,	2 * KiB };
-	unsigned int nr = 4, writes = short_run() ? 16 : 200;
+	unsigned int nr = 4, writes = p2z_check_short_run() ? 16 : 200;
 	struct writer ws[4];
 	uint64_t total = 0;
 	unsigned int i;
@@ -1232,7 +1222,7 @@ static void *racer_run(void *arg)
 /* Writers racing for the same offset: one wins, the others get EINVAL. */
 START_TEST(test_concurrent_same_offset)
 {
-	unsigned int rounds = short_run() ? 4 : 50, nr = 4, r, i;
+	unsigned int rounds = p2z_check_short_run() ? 4 : 50, nr = 4, r, i;
 	pthread_barrier_t barrier;
 	struct racer rs[4];
 	uint64_t z;
@@ -1311,7 +1301,7 @@ static void *reader_run(void *arg)
 /* Readers never fail while the zone is reset and rewritten under them. */
 START_TEST(test_concurrent_read_reset)
 {
-	unsigned int rounds = short_run() ? 10 : 300, i;
+	unsigned int rounds = p2z_check_short_run() ? 10 : 300, i;
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct reader rds[2];
 	bool stop = false;
@@ -1405,11 +1395,5 @@ static Suite *zone_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(zone_suite());
-	int nr_failed;
-
-	srunner_run_all(sr, CK_ENV);
-	nr_failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nr_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(zone_suite());
 }
