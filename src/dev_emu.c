@@ -791,6 +791,7 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 	const char *delay = getenv("P2Z_EMU_WRITE_DELAY_US");
 	struct emu_dev *e;
 	uint64_t zidx;
+	int ret;
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -800,9 +801,14 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		free(e);
 		return -ENOMEM;
 	}
-	for (zidx = 0; zidx < g->nr_zones; zidx++)
-		pthread_mutex_init(&e->zones[zidx].lock, NULL);
-	pthread_mutex_init(&e->res_lock, NULL);
+	for (zidx = 0; zidx < g->nr_zones; zidx++) {
+		ret = pthread_mutex_init(&e->zones[zidx].lock, NULL);
+		if (ret)
+			goto out_destroy_locks;
+	}
+	ret = pthread_mutex_init(&e->res_lock, NULL);
+	if (ret)
+		goto out_destroy_locks;
 	e->fd = fd;
 	e->data_fd = fd;
 	e->rdonly = rdonly;
@@ -824,6 +830,13 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 	};
 	*ep = e;
 	return 0;
+
+out_destroy_locks:
+	while (zidx--)
+		pthread_mutex_destroy(&e->zones[zidx].lock);
+	free(e->zones);
+	free(e);
+	return -ret;
 }
 
 /*

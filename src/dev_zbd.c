@@ -698,11 +698,18 @@ static int p2z_zbd_open(const char *path, unsigned int flags,
 			     zbd->dev.info.max_xfer_bytes, zbd->name);
 	if (ret)
 		goto out_close;
-	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++)
-		pthread_mutex_init(&zbd->lock[i], NULL);
+	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++) {
+		ret = -pthread_mutex_init(&zbd->lock[i], NULL);
+		if (ret)
+			goto out_destroy_locks;
+	}
 	*devp = &zbd->dev;
 	return 0;
 
+out_destroy_locks:
+	while (i--)
+		pthread_mutex_destroy(&zbd->lock[i]);
+	p2z_rings_destroy(&zbd->rings);
 out_close:
 	zbd_close(zbd->fd);
 out_free:
