@@ -573,8 +573,6 @@ uint32_t p2z_zbd_max_xfer(const char *sysfs, const char *name,
 static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 {
 	struct p2z_dev_info *info = &zbd->dev.info;
-	unsigned int nr_cnv = 0;
-	int ret;
 
 	info->lba_bytes = zi->lblock_size;
 	if (!zi->lblock_size || !zi->zone_size ||
@@ -595,15 +593,6 @@ static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 	info->max_xfer_bytes =
 		p2z_zbd_max_xfer("/sys", zbd->name, zi->lblock_size);
 	info->max_append_bytes = info->max_xfer_bytes;
-	errno = 0;
-	ret = zbd_report_nr_zones(zbd->fd, 0, 0, ZBD_RO_NOT_WP, &nr_cnv);
-	ret = p2z_zbd_ret(ret, errno);
-	if (ret) {
-		p2z_log(LOG_ERR, "%s: report zones: %s", zbd->name,
-			strerror(-ret));
-		return ret;
-	}
-	info->nr_cnv_zones = nr_cnv;
 	return 0;
 }
 

@@ -84,8 +84,6 @@ struct p2z_zone_info {
  * @lba_bytes: logical block size
  * @nr_zones: number of zones
  * @zone_lba: native zone size in LBAs (any value, not only powers of two)
- * @nr_cnv_zones: number of conventional zones (they come first on emu;
- *		  other backends report each zone's type)
  * @max_open: maximum open zones, 0 = no limit
  * @max_active: maximum active zones, 0 = no limit
  * @max_append_bytes: largest single zone append, a multiple of @lba_bytes
@@ -95,7 +93,6 @@ struct p2z_dev_info {
 	uint32_t lba_bytes;
 	uint64_t nr_zones;
 	uint64_t zone_lba;
-	uint64_t nr_cnv_zones;
 	uint32_t max_open;
 	uint32_t max_active;
 	uint32_t max_append_bytes;

@@ -869,7 +869,9 @@ START_TEST(test_conventional_zones)
 
 	p.nr_cnv_zones = 2;
 	dev = mkdev_p(&p);
-	ck_assert_uint_eq(dev->info.nr_cnv_zones, 2);
+	/* The first two zones are conventional, the rest sequential. */
+	ck_assert_uint_eq(zinfo(dev, 1).type, P2Z_ZONE_TYPE_CNV);
+	ck_assert_uint_eq(zinfo(dev, 2).type, P2Z_ZONE_TYPE_SEQ);
 	zi = zinfo(dev, 1);
 	ck_assert_uint_eq(zi.type, P2Z_ZONE_TYPE_CNV);
 	ck_assert_uint_eq(zi.cond, P2Z_ZONE_COND_NOT_WP);
