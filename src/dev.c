@@ -50,7 +50,7 @@ static int p2z_dev_check_info(const struct p2z_dev *dev)
 	const struct p2z_dev_info *in = &dev->info;
 
 	if (!p2z_is_po2_u32(in->lba_bytes) || in->lba_bytes < 512 ||
-	    !in->nr_zones || !in->zone_lba || in->nr_cnv_zones > in->nr_zones ||
+	    !in->nr_zones || !in->zone_lba ||
 	    in->max_xfer_bytes < in->lba_bytes ||
 	    in->max_xfer_bytes % in->lba_bytes ||
 	    in->max_append_bytes % in->lba_bytes) {

@@ -634,7 +634,7 @@ static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	int ret;
 
 	if (e->rdonly)
-		return -EBADF;
+		return -EROFS;
 	if (!len)
 		return 0;
 	ret = emu_check_io(e, len, ofs, &zidx, &rel, &nlb);
@@ -660,7 +660,7 @@ static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 	int ret;
 
 	if (e->rdonly)
-		return -EBADF;
+		return -EROFS;
 	if (zidx >= e->g.nr_zones || emu_zone_is_cnv(e, zidx) ||
 	    len % e->g.lba_bytes || len > e->g.max_append_bytes)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_INVALID_FIELD);
@@ -688,7 +688,7 @@ static int emu_zone_mgmt(struct p2z_dev *dev, uint64_t zidx,
 	int ret;
 
 	if (e->rdonly)
-		return -EBADF;
+		return -EROFS;
 	/* Conventional zones have no zone operations (ZBC: invalid field). */
 	if (zidx >= e->g.nr_zones || emu_zone_is_cnv(e, zidx))
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_INVALID_FIELD);
@@ -791,6 +791,7 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 	const char *delay = getenv("P2Z_EMU_WRITE_DELAY_US");
 	struct emu_dev *e;
 	uint64_t zidx;
+	int ret;
 
 	e = calloc(1, sizeof(*e));
 	if (!e)
@@ -800,9 +801,14 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		free(e);
 		return -ENOMEM;
 	}
-	for (zidx = 0; zidx < g->nr_zones; zidx++)
-		pthread_mutex_init(&e->zones[zidx].lock, NULL);
-	pthread_mutex_init(&e->res_lock, NULL);
+	for (zidx = 0; zidx < g->nr_zones; zidx++) {
+		ret = pthread_mutex_init(&e->zones[zidx].lock, NULL);
+		if (ret)
+			goto out_destroy_locks;
+	}
+	ret = pthread_mutex_init(&e->res_lock, NULL);
+	if (ret)
+		goto out_destroy_locks;
 	e->fd = fd;
 	e->data_fd = fd;
 	e->rdonly = rdonly;
@@ -816,7 +822,6 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		.lba_bytes = g->lba_bytes,
 		.nr_zones = g->nr_zones,
 		.zone_lba = g->zone_lba,
-		.nr_cnv_zones = g->nr_cnv,
 		.max_open = g->max_open,
 		.max_active = g->max_active,
 		.max_append_bytes = g->max_append_bytes,
@@ -824,6 +829,13 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 	};
 	*ep = e;
 	return 0;
+
+out_destroy_locks:
+	while (zidx--)
+		pthread_mutex_destroy(&e->zones[zidx].lock);
+	free(e->zones);
+	free(e);
+	return -ret;
 }
 
 /*

@@ -641,7 +641,6 @@ static int p2z_nvme_id_zns(struct p2z_nvme *nv, const struct p2z_nvme_path *w,
 	info->max_active = mar == UINT32_MAX ? 0 : mar + 1;
 	info->zone_lba = zsze;
 	info->nr_zones = nsze / zsze;
-	info->nr_cnv_zones = 0;
 	if (!info->nr_zones) {
 		p2z_log(LOG_ERR, "%s: namespace smaller than one zone", w->ng);
 		return -EINVAL;

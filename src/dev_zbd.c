@@ -573,8 +573,6 @@ uint32_t p2z_zbd_max_xfer(const char *sysfs, const char *name,
 static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 {
 	struct p2z_dev_info *info = &zbd->dev.info;
-	unsigned int nr_cnv = 0;
-	int ret;
 
 	info->lba_bytes = zi->lblock_size;
 	if (!zi->lblock_size || !zi->zone_size ||
@@ -595,15 +593,6 @@ static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 	info->max_xfer_bytes =
 		p2z_zbd_max_xfer("/sys", zbd->name, zi->lblock_size);
 	info->max_append_bytes = info->max_xfer_bytes;
-	errno = 0;
-	ret = zbd_report_nr_zones(zbd->fd, 0, 0, ZBD_RO_NOT_WP, &nr_cnv);
-	ret = p2z_zbd_ret(ret, errno);
-	if (ret) {
-		p2z_log(LOG_ERR, "%s: report zones: %s", zbd->name,
-			strerror(-ret));
-		return ret;
-	}
-	info->nr_cnv_zones = nr_cnv;
 	return 0;
 }
 
@@ -698,11 +687,18 @@ static int p2z_zbd_open(const char *path, unsigned int flags,
 			     zbd->dev.info.max_xfer_bytes, zbd->name);
 	if (ret)
 		goto out_close;
-	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++)
-		pthread_mutex_init(&zbd->lock[i], NULL);
+	for (i = 0; i < P2Z_ZBD_NR_LOCKS; i++) {
+		ret = -pthread_mutex_init(&zbd->lock[i], NULL);
+		if (ret)
+			goto out_destroy_locks;
+	}
 	*devp = &zbd->dev;
 	return 0;
 
+out_destroy_locks:
+	while (i--)
+		pthread_mutex_destroy(&zbd->lock[i]);
+	p2z_rings_destroy(&zbd->rings);
 out_close:
 	zbd_close(zbd->fd);
 out_free:

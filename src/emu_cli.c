@@ -293,8 +293,8 @@ static void print_geometry(const struct p2z_dev *dev, const struct p2z_geom *g,
 	print_size("zone capacity:", p->cap_bytes, in->lba_bytes);
 	printf("%-16s%llu (%llu conventional, %llu sequential)\n",
 	       "zones:", (unsigned long long)in->nr_zones,
-	       (unsigned long long)in->nr_cnv_zones,
-	       (unsigned long long)(in->nr_zones - in->nr_cnv_zones));
+	       (unsigned long long)p->nr_cnv_zones,
+	       (unsigned long long)(in->nr_zones - p->nr_cnv_zones));
 	print_limit("max open:", in->max_open);
 	print_limit("max active:", in->max_active);
 	printf("%-16s%u bytes\n", "max append:", in->max_append_bytes);

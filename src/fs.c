@@ -756,13 +756,46 @@ const struct fuse_lowlevel_ops p2z_fs_ops = {
 	.write_buf = p2z_fs_write_buf,
 };
 
+/* The locks and the condition variable of p2z_fs_alloc(). */
+static int p2z_fs_init_locks(struct p2z_fs *fs)
+{
+	pthread_condattr_t cattr;
+	int ret;
+
+	ret = pthread_mutex_init(&fs->attr_lock, NULL);
+	if (ret)
+		return -ret;
+	ret = pthread_mutex_init(&fs->pool_lock, NULL);
+	if (ret)
+		goto out_destroy_attr_lock;
+	ret = pthread_mutex_init(&fs->closing_lock, NULL);
+	if (ret)
+		goto out_destroy_pool_lock;
+	ret = pthread_condattr_init(&cattr);
+	if (ret)
+		goto out_destroy_closing_lock;
+	ret = pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	if (!ret)
+		ret = pthread_cond_init(&fs->closing_cond, &cattr);
+	pthread_condattr_destroy(&cattr);
+	if (!ret)
+		return 0;
+out_destroy_closing_lock:
+	pthread_mutex_destroy(&fs->closing_lock);
+out_destroy_pool_lock:
+	pthread_mutex_destroy(&fs->pool_lock);
+out_destroy_attr_lock:
+	pthread_mutex_destroy(&fs->attr_lock);
+	return -ret;
+}
+
 int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 		 struct p2z_fs **fsp)
 {
-	pthread_condattr_t cattr;
 	struct timespec now;
 	struct p2z_fs *fs;
 	uint64_t ino;
+	int ret;
 
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
@@ -774,19 +807,13 @@ int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 	fs->page_bytes = (uint64_t)sysconf(_SC_PAGESIZE);
 	fs->attrs = calloc(fs->nr_inodes, sizeof(*fs->attrs));
 	fs->writers = calloc(zt->geom.nr_zones, sizeof(*fs->writers));
-	if (!fs->attrs || !fs->writers) {
+	ret = fs->attrs && fs->writers ? p2z_fs_init_locks(fs) : -ENOMEM;
+	if (ret) {
 		free(fs->attrs);
 		free(fs->writers);
 		free(fs);
-		return -ENOMEM;
+		return ret;
 	}
-	pthread_mutex_init(&fs->attr_lock, NULL);
-	pthread_mutex_init(&fs->pool_lock, NULL);
-	pthread_mutex_init(&fs->closing_lock, NULL);
-	pthread_condattr_init(&cattr);
-	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-	pthread_cond_init(&fs->closing_cond, &cattr);
-	pthread_condattr_destroy(&cattr);
 	p2z_fs_now(&now);
 	for (ino = 0; ino < fs->nr_inodes; ino++) {
 		struct p2z_fs_attr *a = &fs->attrs[ino];

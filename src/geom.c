@@ -90,11 +90,6 @@ const char *p2z_geom_strerror(int err)
 	}
 }
 
-uint64_t p2z_geom_zone_of(const struct p2z_geom *g, uint64_t lba)
-{
-	return lba / g->zone_lba;
-}
-
 uint64_t p2z_geom_zone_start(const struct p2z_geom *g, uint64_t zidx)
 {
 	uint64_t lba;
@@ -109,43 +104,6 @@ uint64_t p2z_geom_po2_zone_start(const struct p2z_geom *g, uint64_t zidx)
 	if (zidx > UINT64_MAX >> g->po2_shift)
 		return UINT64_MAX;
 	return zidx << g->po2_shift;
-}
-
-int p2z_geom_native_to_po2(const struct p2z_geom *g, uint64_t lba,
-			   uint64_t *po2_lba)
-{
-	uint64_t zidx = lba / g->zone_lba;
-
-	if (zidx >= g->nr_zones)
-		return -ERANGE;
-	/* In range: init checked that the po2 view fits in 64 bits. */
-	*po2_lba = (zidx << g->po2_shift) + (lba - zidx * g->zone_lba);
-	return 0;
-}
-
-int p2z_geom_po2_to_native(const struct p2z_geom *g, uint64_t po2_lba,
-			   uint64_t *lba)
-{
-	uint64_t zidx = po2_lba >> g->po2_shift;
-	uint64_t ofs = po2_lba & (g->po2_zone_lba - 1);
-
-	if (zidx >= g->nr_zones)
-		return -ERANGE;
-	if (ofs >= g->zone_lba)
-		return -ENXIO;
-	*lba = zidx * g->zone_lba + ofs;
-	return 0;
-}
-
-bool p2z_geom_po2_is_gap(const struct p2z_geom *g, uint64_t po2_lba,
-			 uint64_t cap_lba)
-{
-	uint64_t ofs = po2_lba & (g->po2_zone_lba - 1);
-
-	/* [zone size, po2 size) has no native LBA, whatever @cap_lba says. */
-	if (cap_lba > g->zone_lba)
-		cap_lba = g->zone_lba;
-	return ofs >= cap_lba;
 }
 
 uint64_t p2z_geom_po2_bytes(const struct p2z_geom *g)

@@ -456,15 +456,26 @@ static void p2z_remount_arm(struct p2z_remount *rm, bool armed)
 	pthread_mutex_unlock(&rm->lock);
 }
 
-static void p2z_remount_init(struct p2z_remount *rm)
+static int p2z_remount_init(struct p2z_remount *rm)
 {
 	pthread_condattr_t cattr;
+	int ret;
 
-	pthread_mutex_init(&rm->lock, NULL);
-	pthread_condattr_init(&cattr);
-	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-	pthread_cond_init(&rm->cond, &cattr);
+	ret = pthread_mutex_init(&rm->lock, NULL);
+	if (ret)
+		return -ret;
+	ret = pthread_condattr_init(&cattr);
+	if (ret)
+		goto out_destroy_lock;
+	ret = pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	if (!ret)
+		ret = pthread_cond_init(&rm->cond, &cattr);
 	pthread_condattr_destroy(&cattr);
+	if (!ret)
+		return 0;
+out_destroy_lock:
+	pthread_mutex_destroy(&rm->lock);
+	return -ret;
 }
 
 /*
@@ -591,7 +602,9 @@ static int p2z_run(struct p2z_main_opts *o, const char *prog)
 		ret = p2z_fake(o, dev, prog);
 		goto out_close_dev;
 	}
-	p2z_remount_init(&rm);
+	ret = p2z_remount_init(&rm);
+	if (ret)
+		goto out_close_dev;
 	o->opts.zone.on_rdonly = p2z_remount_ro;
 	o->opts.zone.on_rdonly_arg = &rm;
 	ret = p2z_zone_table_open(dev, &o->opts.zone, &zt);

@@ -44,7 +44,11 @@ int p2z_rings_init(struct p2z_rings *rs, unsigned int entries,
 	ret = pthread_key_create(&rs->key, p2z_ring_destroy);
 	if (ret)
 		return -ret;
-	pthread_mutex_init(&rs->lock, NULL);
+	ret = pthread_mutex_init(&rs->lock, NULL);
+	if (ret) {
+		pthread_key_delete(rs->key);
+		return -ret;
+	}
 	rs->entries = entries;
 	rs->flags = flags;
 	rs->buf_bytes = buf_bytes;

@@ -709,20 +709,6 @@ out_unlock:
 	return ret;
 }
 
-int p2z_zone_reset(struct p2z_zone_table *zt, uint64_t zidx)
-{
-	return p2z_zone_truncate(zt, zidx, 0);
-}
-
-int p2z_zone_finish(struct p2z_zone_table *zt, uint64_t zidx)
-{
-	struct p2z_zone *z = p2z_zone_of(zt, zidx);
-
-	if (!z)
-		return -EINVAL;
-	return p2z_zone_truncate(zt, zidx, z->cap_bytes);
-}
-
 /* First explicit-open reference (zonefs_open_zone()); z->wr_lock held. */
 static int __p2z_zone_exp_open(struct p2z_zone_table *zt, struct p2z_zone *z,
 			       uint64_t zidx)

@@ -229,7 +229,7 @@ static void p2z_zcli_print_limit(const char *what, uint32_t v)
 }
 
 static void p2z_zcli_print_geometry(struct p2z_dev *dev,
-				    const struct p2z_geom *g)
+				    const struct p2z_geom *g, uint64_t nr_cnv)
 {
 	const struct p2z_dev_info *in = &dev->info;
 
@@ -239,8 +239,7 @@ static void p2z_zcli_print_geometry(struct p2z_dev *dev,
 	p2z_zcli_print_lbas("po2 zone size:", g->po2_zone_lba, in->lba_bytes);
 	printf("%-16s%" PRIu64 " (%" PRIu64 " conventional, %" PRIu64
 	       " sequential)\n",
-	       "zones:", in->nr_zones, in->nr_cnv_zones,
-	       in->nr_zones - in->nr_cnv_zones);
+	       "zones:", in->nr_zones, nr_cnv, in->nr_zones - nr_cnv);
 	p2z_zcli_print_limit("max open:", in->max_open);
 	p2z_zcli_print_limit("max active:", in->max_active);
 }
@@ -309,7 +308,8 @@ static void p2z_zcli_json_zone(struct p2z_dev *dev, const struct p2z_geom *g,
 	(void)arg;
 }
 
-static int p2z_zcli_report_json(struct p2z_dev *dev, const struct p2z_geom *g)
+static int p2z_zcli_report_json(struct p2z_dev *dev, const struct p2z_geom *g,
+				uint64_t nr_cnv)
 {
 	const struct p2z_dev_info *in = &dev->info;
 	int ret;
@@ -322,7 +322,7 @@ static int p2z_zcli_report_json(struct p2z_dev *dev, const struct p2z_geom *g)
 	       in->lba_bytes, in->zone_lba, g->po2_zone_lba);
 	printf("  \"nr_zones\": %" PRIu64 ",\n  \"nr_cnv_zones\": %" PRIu64
 	       ",\n",
-	       in->nr_zones, in->nr_cnv_zones);
+	       in->nr_zones, nr_cnv);
 	printf("  \"max_open\": %u,\n  \"max_active\": %u,\n  \"zones\": [",
 	       in->max_open, in->max_active);
 	ret = p2z_zcli_for_each_zone(dev, g, p2z_zcli_json_zone, NULL);
@@ -330,8 +330,23 @@ static int p2z_zcli_report_json(struct p2z_dev *dev, const struct p2z_geom *g)
 	return ret;
 }
 
+/* The device layer does not count zones by type: the report does. */
+static void p2z_zcli_count_cnv(struct p2z_dev *dev, const struct p2z_geom *g,
+			       uint64_t zidx, const struct p2z_zone_info *zi,
+			       void *arg)
+{
+	uint64_t *nr_cnv = arg;
+
+	if (zi->type == P2Z_ZONE_TYPE_CNV)
+		(*nr_cnv)++;
+	(void)dev;
+	(void)g;
+	(void)zidx;
+}
+
 static int p2z_zcli_report(const struct p2z_zcli *z)
 {
+	uint64_t nr_cnv = 0;
 	struct p2z_dev *dev;
 	struct p2z_geom g;
 	int ret;
@@ -341,10 +356,11 @@ static int p2z_zcli_report(const struct p2z_zcli *z)
 	ret = p2z_zcli_open(z, false, &dev, &g);
 	if (ret)
 		return ret;
-	if (z->json) {
-		ret = p2z_zcli_report_json(dev, &g);
-	} else {
-		p2z_zcli_print_geometry(dev, &g);
+	ret = p2z_zcli_for_each_zone(dev, &g, p2z_zcli_count_cnv, &nr_cnv);
+	if (!ret && z->json) {
+		ret = p2z_zcli_report_json(dev, &g, nr_cnv);
+	} else if (!ret) {
+		p2z_zcli_print_geometry(dev, &g, nr_cnv);
 		printf("\n# start, po2-start, wp, capacity: LBAs of %u bytes\n",
 		       dev->info.lba_bytes);
 		printf("%6s %-4s %-14s %12s %12s %12s %12s %5s\n", "zone",

@@ -9,13 +9,19 @@
  *   -EILSEQ        write not at the write pointer (ZNS Zone Invalid Write)
  *   -ERANGE        write or read crosses the zone capacity/boundary
  *   -ENOSPC        zone is full
- *   -EROFS         zone is read-only
+ *   -EROFS         zone is read-only; also any write, append or zone
+ *                  operation on a device opened with P2Z_DEV_RDONLY
  *   -ENXIO         zone is offline
  *   -ETOOMANYREFS  too many open zones (as the kernel's BLK_STS_ZONE_OPEN_RESOURCE)
  *   -EOVERFLOW     too many active zones (as BLK_STS_ZONE_ACTIVE_RESOURCE)
  *   -EBADRQC       invalid zone state transition
  *   -EINVAL        LBA out of range, invalid field, misaligned request
  *   -EIO           anything else, including injected faults
+ *
+ * Zero-length requests: p2z_dev_pread(), p2z_dev_pwrite() and
+ * p2z_dev_append() check their arguments (alignment, zone index), then
+ * answer a zero-length request with 0 themselves, so backends never see
+ * @len == 0 through them.
  */
 #ifndef PO2ZFS_DEV_H
 #define PO2ZFS_DEV_H
@@ -78,8 +84,6 @@ struct p2z_zone_info {
  * @lba_bytes: logical block size
  * @nr_zones: number of zones
  * @zone_lba: native zone size in LBAs (any value, not only powers of two)
- * @nr_cnv_zones: number of conventional zones (they come first on emu;
- *		  other backends report each zone's type)
  * @max_open: maximum open zones, 0 = no limit
  * @max_active: maximum active zones, 0 = no limit
  * @max_append_bytes: largest single zone append, a multiple of @lba_bytes
@@ -89,7 +93,6 @@ struct p2z_dev_info {
 	uint32_t lba_bytes;
 	uint64_t nr_zones;
 	uint64_t zone_lba;
-	uint64_t nr_cnv_zones;
 	uint32_t max_open;
 	uint32_t max_active;
 	uint32_t max_append_bytes;

@@ -69,15 +69,6 @@ int p2z_geom_init(struct p2z_geom *g, uint32_t lba_bytes, uint64_t zone_lba,
 const char *p2z_geom_strerror(int err);
 
 /**
- * p2z_geom_zone_of() - zone index of a native LBA
- * @g: geometry
- * @lba: native LBA
- *
- * Return: the zone index (may be >= nr_zones if @lba is past the device).
- */
-uint64_t p2z_geom_zone_of(const struct p2z_geom *g, uint64_t lba);
-
-/**
  * p2z_geom_zone_start() - first native LBA of a zone
  * @g: geometry
  * @zidx: zone index, < nr_zones
@@ -94,40 +85,6 @@ uint64_t p2z_geom_zone_start(const struct p2z_geom *g, uint64_t zidx);
  * Return: @zidx << po2_shift.
  */
 uint64_t p2z_geom_po2_zone_start(const struct p2z_geom *g, uint64_t zidx);
-
-/**
- * p2z_geom_native_to_po2() - map a native LBA to its po2 LBA
- * @g: geometry
- * @lba: native LBA
- * @po2_lba: result
- *
- * Return: 0, or -ERANGE if @lba is past the last zone.
- */
-int p2z_geom_native_to_po2(const struct p2z_geom *g, uint64_t lba,
-			   uint64_t *po2_lba);
-
-/**
- * p2z_geom_po2_to_native() - map a po2 LBA to its native LBA
- * @g: geometry
- * @po2_lba: LBA in the po2 view
- * @lba: result
- *
- * Return: 0, -ERANGE if @po2_lba is past the last zone, or -ENXIO if it
- * lies in [zone size, po2 zone size) of its zone, which has no native LBA.
- */
-int p2z_geom_po2_to_native(const struct p2z_geom *g, uint64_t po2_lba,
-			   uint64_t *lba);
-
-/**
- * p2z_geom_po2_is_gap() - whether a po2 LBA lies in a zone's gap
- * @g: geometry
- * @po2_lba: LBA in the po2 view, inside the device
- * @cap_lba: capacity in LBAs of the zone holding @po2_lba (<= zone size)
- *
- * Return: true if @po2_lba lies in [capacity, po2 zone size) of its zone.
- */
-bool p2z_geom_po2_is_gap(const struct p2z_geom *g, uint64_t po2_lba,
-			 uint64_t cap_lba);
 
 /**
  * p2z_geom_po2_bytes() - size of the po2 view in bytes

@@ -317,24 +317,6 @@ ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
 int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size);
 
 /**
- * p2z_zone_reset() - reset a sequential zone (truncate to 0)
- * @zt: table
- * @zidx: zone index
- *
- * Return: as p2z_zone_truncate().
- */
-int p2z_zone_reset(struct p2z_zone_table *zt, uint64_t zidx);
-
-/**
- * p2z_zone_finish() - finish a sequential zone (truncate to capacity)
- * @zt: table
- * @zidx: zone index
- *
- * Return: as p2z_zone_truncate().
- */
-int p2z_zone_finish(struct p2z_zone_table *zt, uint64_t zidx);
-
-/**
  * p2z_zone_get_write() - take a writer reference (a file opened for write)
  * @zt: table
  * @zidx: zone index

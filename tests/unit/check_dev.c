@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "p2z_check.h"
 #include "po2zfs/dev.h"
 #ifdef P2Z_HAVE_NVME
 #include "po2zfs/nvme_path.h"
@@ -331,11 +332,7 @@ static void tcreate(const char *rel)
  */
 static void path_setup(void)
 {
-	const char *t = getenv("TMPDIR");
-
-	snprintf(tdir, sizeof(tdir), "%s/check_dev.XXXXXX",
-		 t && *t ? t : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(tdir));
+	p2z_check_mkdtemp(tdir, sizeof(tdir), "check_dev");
 	snprintf(tsys, sizeof(tsys), "%s/sys", tdir);
 	tmkdir("sys");
 	tmkdir("sys/block");
@@ -459,11 +456,5 @@ static Suite *dev_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(dev_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(dev_suite());
 }

@@ -24,6 +24,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "p2z_check.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 
@@ -49,39 +50,15 @@
 static char tmpdir[PATH_MAX];
 static char img[PATH_MAX + 16];
 
-static bool short_run(void)
-{
-	const char *s = getenv("P2Z_SHORT");
-
-	return s && *s && strcmp(s, "0");
-}
-
 static void setup(void)
 {
-	const char *t = getenv("TMPDIR");
-
-	snprintf(tmpdir, sizeof(tmpdir), "%s/check_emu.XXXXXX",
-		 t && *t ? t : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(tmpdir));
+	p2z_check_mkdtemp(tmpdir, sizeof(tmpdir), "check_emu");
 	snprintf(img, sizeof(img), "%s/z.img", tmpdir);
 }
 
 static void teardown(void)
 {
-	char path[PATH_MAX + 300];
-	struct dirent *de;
-	DIR *d = opendir(tmpdir);
-
-	if (!d)
-		return;
-	while ((de = readdir(d))) {
-		if (!strcmp(de->d_name, ".") || !strcmp(de->d_name, ".."))
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", tmpdir, de->d_name);
-		remove(path);
-	}
-	closedir(d);
-	rmdir(tmpdir);
+	p2z_check_rmdtemp(tmpdir);
 }
 
 static struct p2z_emu_params defparams(void)
@@ -892,7 +869,9 @@ START_TEST(test_conventional_zones)
 
 	p.nr_cnv_zones = 2;
 	dev = mkdev_p(&p);
-	ck_assert_uint_eq(dev->info.nr_cnv_zones, 2);
+	/* The first two zones are conventional, the rest sequential. */
+	ck_assert_uint_eq(zinfo(dev, 1).type, P2Z_ZONE_TYPE_CNV);
+	ck_assert_uint_eq(zinfo(dev, 2).type, P2Z_ZONE_TYPE_SEQ);
 	zi = zinfo(dev, 1);
 	ck_assert_uint_eq(zi.type, P2Z_ZONE_TYPE_CNV);
 	ck_assert_uint_eq(zi.cond, P2Z_ZONE_COND_NOT_WP);
@@ -1074,9 +1053,9 @@ START_TEST(test_open_exclusive)
 	ck_assert_uint_eq(zwp(other, 0), 2);
 	expect_data(other, 0, 1, 1, 2);
 	/* A read-only device refuses changes. */
-	ck_assert_int_eq(wr(other, 0, 2, 1, 1), -EBADF);
-	ck_assert_int_eq(mgmt(other, 0, P2Z_ZONE_OP_RESET), -EBADF);
-	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL), -EBADF);
+	ck_assert_int_eq(wr(other, 0, 2, 1, 1), -EROFS);
+	ck_assert_int_eq(mgmt(other, 0, P2Z_ZONE_OP_RESET), -EROFS);
+	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL), -EROFS);
 	ck_assert_int_eq(p2z_dev_flush(other), 0);
 	p2z_dev_close(other);
 	p2z_dev_close(dev);
@@ -1632,7 +1611,7 @@ START_TEST(test_state_change_atomic)
 	int status, sig = 0;
 	pid_t pid;
 
-	if (short_run()) {
+	if (p2z_check_short_run()) {
 		/* Single-stepping valgrind's translation takes hours. */
 		fprintf(stderr,
 			"test_state_change_atomic: SKIPPED under P2Z_SHORT\n");
@@ -1811,7 +1790,7 @@ START_TEST(test_wp_never_ahead_of_data)
 	ck_assert_int_eq(pthread_create(&th, NULL, wp_observe, &o), 0);
 	/* One record, then wait for the observer to look at it, so that it
 	 * is running while the others are appended. */
-	for (seq = 0; seq < (short_run() ? 64 : 1024) &&
+	for (seq = 0; seq < (p2z_check_short_run() ? 64 : 1024) &&
 		      !__atomic_load_n(&o.bad, __ATOMIC_RELAXED);
 	     seq++) {
 		crash_stamp(buf, seq);
@@ -1920,7 +1899,7 @@ START_TEST(test_append_concurrent)
 	struct p2z_emu_params p = defparams();
 	struct cc_arg args[CC_THREADS];
 	pthread_t th[CC_THREADS];
-	unsigned int t, n = short_run() ? 20 : 200;
+	unsigned int t, n = p2z_check_short_run() ? 20 : 200;
 	struct p2z_dev *dev;
 
 	p.zone_bytes = p.cap_bytes = 16ULL << 20;
@@ -2430,8 +2409,6 @@ END_TEST
 
 /* ---- suite */
 
-#define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
-
 static TCase *tcase(Suite *s, const char *name)
 {
 	TCase *tc = tcase_create(name);
@@ -2448,19 +2425,21 @@ static Suite *emu_suite(void)
 
 	tc = tcase(s, "dev");
 	tcase_add_loop_test(tc, test_nvme_status_errno_table, 0,
-			    NR(status_cases));
-	tcase_add_loop_test(tc, test_zone_cond_name_table, 0, NR(cond_cases));
+			    ARRAY_SIZE(status_cases));
+	tcase_add_loop_test(tc, test_zone_cond_name_table, 0,
+			    ARRAY_SIZE(cond_cases));
 	tcase_add_test(tc, test_dev_open_backend);
 	tcase_add_test(tc, test_dev_pread_pwrite_split);
 	tcase_add_test(tc, test_dev_append_split);
 	tcase_add_test(tc, test_dev_report_range);
 
 	tc = tcase(s, "state");
-	tcase_add_loop_test(tc, test_zone_mgmt_transitions, 0, NR(transitions));
+	tcase_add_loop_test(tc, test_zone_mgmt_transitions, 0,
+			    ARRAY_SIZE(transitions));
 	tcase_add_test(tc, test_zone_implicit_open);
 
 	tc = tcase(s, "io");
-	tcase_add_loop_test(tc, test_pwrite_rules, 0, NR(write_cases));
+	tcase_add_loop_test(tc, test_pwrite_rules, 0, ARRAY_SIZE(write_cases));
 	tcase_add_test(tc, test_pread_zeros);
 	tcase_add_test(tc, test_reset_punches);
 	tcase_add_test(tc, test_append_lba);
@@ -2485,17 +2464,20 @@ static Suite *emu_suite(void)
 	tcase_add_test(tc, test_fault_online_clear);
 	tcase_add_test(tc, test_fault_online_finished);
 	tcase_add_test(tc, test_fault_idle_image);
-	tcase_add_loop_test(tc, test_fault_parse_table, 0, NR(fault_words));
+	tcase_add_loop_test(tc, test_fault_parse_table, 0,
+			    ARRAY_SIZE(fault_words));
 
 	tc = tcase(s, "concurrent");
 	tcase_add_loop_test(tc, test_append_concurrent, 0, 2);
 
 	tc = tcase(s, "direct");
-	tcase_add_loop_test(tc, test_open_direct_fd, 0, NR(direct_flags));
+	tcase_add_loop_test(tc, test_open_direct_fd, 0,
+			    ARRAY_SIZE(direct_flags));
 	tcase_add_loop_test(tc, test_direct_unaligned_buffers, 0, 2);
 
 	tc = tcase(s, "image");
-	tcase_add_loop_test(tc, test_open_corrupt_table, 0, NR(corruptions));
+	tcase_add_loop_test(tc, test_open_corrupt_table, 0,
+			    ARRAY_SIZE(corruptions));
 	tcase_add_loop_test(tc, test_create_bad_params, 0, 16);
 	tcase_add_test(tc, test_create_good_params);
 	tcase_add_test(tc, test_create_existing);
@@ -2504,11 +2486,5 @@ static Suite *emu_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(emu_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(emu_suite());
 }

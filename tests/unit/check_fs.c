@@ -19,13 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "p2z_check.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 #include "po2zfs/fs.h"
 #include "po2zfs/zone.h"
 
 #define KiB (UINT64_C(1) << 10)
-#define NR(a) ((int)(sizeof(a) / sizeof((a)[0])))
 
 static const struct p2z_emu_params geom_cnv = {
 	.lba_bytes = 512,
@@ -67,11 +67,7 @@ static struct {
 static void fx_setup(const struct p2z_emu_params *p)
 {
 	struct p2z_zone_opts o = { .errors = P2Z_ERRORS_REPAIR };
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(fx.dir, sizeof(fx.dir), "%s/check_fs.XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(fx.dir));
+	p2z_check_mkdtemp(fx.dir, sizeof(fx.dir), "check_fs");
 	snprintf(fx.path, sizeof(fx.path), "%s/img", fx.dir);
 	ck_assert_int_eq(p2z_emu_create(fx.path, p, false), 0);
 	ck_assert_int_eq(p2z_dev_open(fx.path, "emu", 0, &fx.dev), 0);
@@ -266,9 +262,9 @@ START_TEST(test_dir_entry_cnv)
 	};
 
 	fx_setup(&geom_cnv);
-	check_entries(P2Z_FS_INO_ROOT, root, NR(root));
-	check_entries(P2Z_FS_INO_SEQ, seq, NR(seq));
-	check_entries(P2Z_FS_INO_CNV, cnv, NR(cnv));
+	check_entries(P2Z_FS_INO_ROOT, root, ARRAY_SIZE(root));
+	check_entries(P2Z_FS_INO_SEQ, seq, ARRAY_SIZE(seq));
+	check_entries(P2Z_FS_INO_CNV, cnv, ARRAY_SIZE(cnv));
 }
 END_TEST
 
@@ -286,8 +282,8 @@ START_TEST(test_dir_entry_seq)
 	};
 
 	fx_setup(&geom_seq);
-	check_entries(P2Z_FS_INO_ROOT, root, NR(root));
-	check_entries(P2Z_FS_INO_CNV, cnv, NR(cnv));
+	check_entries(P2Z_FS_INO_ROOT, root, ARRAY_SIZE(root));
+	check_entries(P2Z_FS_INO_CNV, cnv, ARRAY_SIZE(cnv));
 }
 END_TEST
 
@@ -566,12 +562,14 @@ static const struct xattr_case {
 START_TEST(test_xattr_get_table)
 {
 	const struct xattr_case *c = &xattr_cases[_i];
+	struct p2z_zone_state zs;
 	char val[P2Z_XATTR_VALUE_MAX];
 	ssize_t ret;
 
 	fx_setup(&geom_cnv);
 	zone_put(2, 0, 8 * KiB, 0x22);
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, 4), 0);
+	ck_assert_int_eq(p2z_zone_get_state(fx.zt, 4, false, &zs), 0);
+	ck_assert_int_eq(p2z_zone_truncate(fx.zt, 4, zs.cap_bytes), 0);
 	ret = p2z_xattr_get(fx.zt, c->owner, c->zidx, c->name, val);
 	if (!c->val) {
 		ck_assert_int_eq(ret, c->ret);
@@ -655,7 +653,8 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_dir_st_ino);
 
 	tc = tcase(s, "dir_lookup");
-	tcase_add_loop_test(tc, test_dir_lookup_table, 0, NR(lookup_cases));
+	tcase_add_loop_test(tc, test_dir_lookup_table, 0,
+			    ARRAY_SIZE(lookup_cases));
 
 	tc = tcase(s, "dir_entry");
 	tcase_add_test(tc, test_dir_entry_cnv);
@@ -669,13 +668,15 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_po2_read_offline);
 
 	tc = tcase(s, "po2_write");
-	tcase_add_loop_test(tc, test_po2_write_table, 0, NR(po2_write_cases));
+	tcase_add_loop_test(tc, test_po2_write_table, 0,
+			    ARRAY_SIZE(po2_write_cases));
 	tcase_add_test(tc, test_po2_write_read_back);
 	tcase_add_test(tc, test_po2_write_cut_at_zone_end);
 
 	tc = tcase(s, "xattr");
 	tcase_add_test(tc, test_xattr_list);
-	tcase_add_loop_test(tc, test_xattr_get_table, 0, NR(xattr_cases));
+	tcase_add_loop_test(tc, test_xattr_get_table, 0,
+			    ARRAY_SIZE(xattr_cases));
 	tcase_add_test(tc, test_xattr_dev_path);
 	tcase_add_test(tc, test_xattr_cond_from_device);
 	tcase_add_test(tc, test_xattr_is_live);
@@ -684,11 +685,5 @@ static Suite *fs_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(fs_suite());
-	int nr_failed;
-
-	srunner_run_all(sr, CK_ENV);
-	nr_failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nr_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(fs_suite());
 }

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "p2z_check.h"
 #include "po2zfs/sysfs.h"
 
 struct parse_case {
@@ -108,11 +109,5 @@ static Suite *sysfs_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(sysfs_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(sysfs_suite());
 }

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "p2z_check.h"
 #include "uring.h"
 
 /*
@@ -277,8 +278,7 @@ static Suite *uring_suite(void)
 int main(void)
 {
 	struct io_uring probe;
-	SRunner *sr;
-	int failed, ret;
+	int ret;
 
 	ret = io_uring_queue_init_params(
 		4, &probe,
@@ -290,9 +290,5 @@ int main(void)
 		return 77;
 	}
 	io_uring_queue_exit(&probe);
-	sr = srunner_create(uring_suite());
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(uring_suite());
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "p2z_check.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 #include "po2zfs/zone.h"
@@ -37,7 +38,7 @@ static const struct p2z_emu_params geoms[] = {
 	{ 512, 96 * MiB, 80 * MiB, 4, 1, 0, 0, 1 * MiB },
 };
 
-#define NR_GEOMS (int)(sizeof(geoms) / sizeof(geoms[0]))
+#define NR_GEOMS ARRAY_SIZE(geoms)
 /* Loop index: geometry and write path (even: zone append, odd: write). */
 #define NR_GEOM_PATHS (2 * NR_GEOMS)
 
@@ -51,7 +52,7 @@ static const enum p2z_errors policies[] = {
 	P2Z_ERRORS_REPAIR,
 };
 
-#define NR_POLICIES (int)(sizeof(policies) / sizeof(policies[0]))
+#define NR_POLICIES ARRAY_SIZE(policies)
 
 /* The image of the running test; removed by the checked teardown. */
 static struct {
@@ -62,20 +63,9 @@ static struct {
 	struct p2z_zone_table *zt;
 } fx;
 
-static bool short_run(void)
-{
-	const char *s = getenv("P2Z_SHORT");
-
-	return s && *s && strcmp(s, "0");
-}
-
 static void fx_create(const struct p2z_emu_params *p)
 {
-	const char *tmp = getenv("TMPDIR");
-
-	snprintf(fx.dir, sizeof(fx.dir), "%s/check_zone.XXXXXX",
-		 tmp && *tmp ? tmp : "/tmp");
-	ck_assert_ptr_nonnull(mkdtemp(fx.dir));
+	p2z_check_mkdtemp(fx.dir, sizeof(fx.dir), "check_zone");
 	snprintf(fx.path, sizeof(fx.path), "%s/img", fx.dir);
 	fx.p = *p;
 	ck_assert_int_eq(p2z_emu_create(fx.path, p, false), 0);
@@ -204,6 +194,23 @@ static uint64_t size_of(uint64_t zidx)
 	return st.size_bytes;
 }
 
+/* Truncate to 0 and to capacity: the resets and finishes of the mount. */
+static int zone_reset(uint64_t zidx)
+{
+	return p2z_zone_truncate(fx.zt, zidx, 0);
+}
+
+static int zone_finish(uint64_t zidx)
+{
+	struct p2z_zone_state st;
+	int ret;
+
+	ret = p2z_zone_get_state(fx.zt, zidx, false, &st);
+	if (ret)
+		return ret;
+	return p2z_zone_truncate(fx.zt, zidx, st.cap_bytes);
+}
+
 static void dev_zone(uint64_t zidx, struct p2z_zone_info *zi)
 {
 	ck_assert_int_eq(p2z_dev_report_zones(fx.dev, zidx, 1, zi), 1);
@@ -301,7 +308,7 @@ START_TEST(test_table_open_reopen)
 	a = seq_zone(0);
 	b = seq_zone(1);
 	ck_assert_int_eq(put(a, 0, 3 * lba()), 3 * lba());
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, b), 0);
+	ck_assert_int_eq(zone_finish(b), 0);
 	fx_close();
 	fx_open(&o);
 	ck_assert_uint_eq(size_of(a), 3 * lba());
@@ -429,7 +436,7 @@ START_TEST(test_read_finished_zeros)
 	buf = buf_alloc(len);
 	z = seq_zone(0);
 	ck_assert_int_eq(put(z, 0, 2 * lba()), 2 * lba());
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, z), 0);
+	ck_assert_int_eq(zone_finish(z), 0);
 	ck_assert_uint_eq(size_of(z), fx.p.cap_bytes);
 	memset(buf, 0xff, len);
 	ck_assert_int_eq(p2z_zone_read(fx.zt, z, buf, len, 0), len);
@@ -532,7 +539,7 @@ START_TEST(test_write_capacity)
 		ck_assert_uint_eq(dev_cond(z), P2Z_ZONE_COND_FULL);
 		check_zone_data(z, cap);
 	} else {
-		ck_assert_int_eq(p2z_zone_finish(fx.zt, z), 0);
+		ck_assert_int_eq(zone_finish(z), 0);
 	}
 	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, len, cap, false),
 			 -EFBIG);
@@ -646,7 +653,7 @@ START_TEST(test_truncate_reset_finish)
 	ck_assert_uint_eq(u.nr_active, 1);
 	/* The current size is not special unless it is 0 or the capacity. */
 	ck_assert_int_eq(p2z_zone_truncate(fx.zt, z, 2 * lba()), -EPERM);
-	ck_assert_int_eq(p2z_zone_reset(fx.zt, z), 0);
+	ck_assert_int_eq(zone_reset(z), 0);
 	state(z, &st);
 	ck_assert_uint_eq(st.size_bytes, 0);
 	ck_assert_uint_eq(st.wp_bytes, 0);
@@ -660,7 +667,7 @@ START_TEST(test_truncate_reset_finish)
 
 	/* Written again from the start after a reset. */
 	ck_assert_int_eq(put(z, 0, lba()), lba());
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, z), 0);
+	ck_assert_int_eq(zone_finish(z), 0);
 	state(z, &st);
 	ck_assert_uint_eq(st.size_bytes, cap);
 	ck_assert_uint_eq(st.wp_bytes, cap);
@@ -670,12 +677,12 @@ START_TEST(test_truncate_reset_finish)
 	ck_assert_uint_eq(u.used_bytes, u0.used_bytes + cap);
 	ck_assert_uint_eq(u.nr_active, 0);
 	/* Finishing a full zone: nothing to do. */
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, z), 0);
+	ck_assert_int_eq(zone_finish(z), 0);
 	ck_assert_int_eq(p2z_zone_truncate(fx.zt, z, lba()), -EPERM);
-	ck_assert_int_eq(p2z_zone_reset(fx.zt, z), 0);
+	ck_assert_int_eq(zone_reset(z), 0);
 	ck_assert_uint_eq(size_of(z), 0);
 	/* Finishing an empty zone. */
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, seq_zone(1)), 0);
+	ck_assert_int_eq(zone_finish(seq_zone(1)), 0);
 	ck_assert_uint_eq(size_of(seq_zone(1)), cap);
 	free(buf);
 }
@@ -750,7 +757,7 @@ START_TEST(test_explicit_open_busy)
 	ck_assert_int_eq(p2z_zone_get_write(fx.zt, seq_zone(2)), 0);
 	ck_assert_uint_eq(dev_cond(seq_zone(2)), P2Z_ZONE_COND_EXP_OPEN);
 	/* A full zone counts as held open but is not opened. */
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, seq_zone(3)), 0);
+	ck_assert_int_eq(zone_finish(seq_zone(3)), 0);
 	ck_assert_int_eq(p2z_zone_get_write(fx.zt, seq_zone(3)), -EBUSY);
 	p2z_zone_put_write(fx.zt, seq_zone(1));
 	ck_assert_int_eq(p2z_zone_get_write(fx.zt, seq_zone(3)), 0);
@@ -794,12 +801,12 @@ START_TEST(test_explicit_open_truncate)
 	z = seq_zone(0);
 	ck_assert_int_eq(p2z_zone_get_write(fx.zt, z), 0);
 	ck_assert_int_eq(put(z, 0, lba()), lba());
-	ck_assert_int_eq(p2z_zone_reset(fx.zt, z), 0);
+	ck_assert_int_eq(zone_reset(z), 0);
 	ck_assert_uint_eq(dev_cond(z), P2Z_ZONE_COND_EXP_OPEN);
 	state(z, &st);
 	ck_assert_uint_eq(st.flags, P2Z_ZONE_F_OPEN);
 	ck_assert_uint_eq(st.cond, P2Z_ZONE_COND_EXP_OPEN);
-	ck_assert_int_eq(p2z_zone_finish(fx.zt, z), 0);
+	ck_assert_int_eq(zone_finish(z), 0);
 	state(z, &st);
 	ck_assert_uint_eq(st.flags, 0);
 	ck_assert_uint_eq(dev_cond(z), P2Z_ZONE_COND_FULL);
@@ -918,7 +925,7 @@ START_TEST(test_errors_mgmt_fault)
 	ck_assert_int_eq(put(z, 0, lba()), lba());
 	ck_assert_int_eq(
 		p2z_emu_set_fault(fx.path, z, P2Z_EMU_FAULT_FAIL_NEXT_IO), 0);
-	ck_assert_int_eq(p2z_zone_reset(fx.zt, z), -EIO);
+	ck_assert_int_eq(zone_reset(z), -EIO);
 	check_policy_after_write_error(errors, z, lba());
 }
 END_TEST
@@ -1157,7 +1164,7 @@ START_TEST(test_concurrent_writers)
 	/* Room for 4 x 200 writes of up to 8 x 512 bytes in one zone. */
 	static const struct p2z_emu_params p = { 512, 96 * MiB, 80 * MiB, 5, 0,
 						 0,   0,	2 * KiB };
-	unsigned int nr = 4, writes = short_run() ? 16 : 200;
+	unsigned int nr = 4, writes = p2z_check_short_run() ? 16 : 200;
 	struct writer ws[4];
 	uint64_t total = 0;
 	unsigned int i;
@@ -1215,7 +1222,7 @@ static void *racer_run(void *arg)
 /* Writers racing for the same offset: one wins, the others get EINVAL. */
 START_TEST(test_concurrent_same_offset)
 {
-	unsigned int rounds = short_run() ? 4 : 50, nr = 4, r, i;
+	unsigned int rounds = p2z_check_short_run() ? 4 : 50, nr = 4, r, i;
 	pthread_barrier_t barrier;
 	struct racer rs[4];
 	uint64_t z;
@@ -1294,7 +1301,7 @@ static void *reader_run(void *arg)
 /* Readers never fail while the zone is reset and rewritten under them. */
 START_TEST(test_concurrent_read_reset)
 {
-	unsigned int rounds = short_run() ? 10 : 300, i;
+	unsigned int rounds = p2z_check_short_run() ? 10 : 300, i;
 	pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 	struct reader rds[2];
 	bool stop = false;
@@ -1313,11 +1320,9 @@ START_TEST(test_concurrent_read_reset)
 	for (i = 0; i < rounds; i++) {
 		ck_assert_int_eq(put(z, 0, 8 * lba()), 8 * lba());
 		ck_assert_int_eq(put(z, 8 * lba(), 8 * lba()), 8 * lba());
-		ck_assert_int_eq(i % 2 ? p2z_zone_finish(fx.zt, z) :
-					 p2z_zone_reset(fx.zt, z),
-				 0);
+		ck_assert_int_eq(i % 2 ? zone_finish(z) : zone_reset(z), 0);
 		if (i % 2)
-			ck_assert_int_eq(p2z_zone_reset(fx.zt, z), 0);
+			ck_assert_int_eq(zone_reset(z), 0);
 	}
 	pthread_mutex_lock(&lock);
 	stop = true;
@@ -1390,11 +1395,5 @@ static Suite *zone_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(zone_suite());
-	int nr_failed;
-
-	srunner_run_all(sr, CK_ENV);
-	nr_failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return nr_failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return p2z_check_run(zone_suite());
 }
