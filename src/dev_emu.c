@@ -197,22 +197,6 @@ static int emu_pread_full(int fd, void *buf, size_t len, uint64_t ofs)
 	return 0;
 }
 
-int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs)
-{
-	while (len) {
-		ssize_t ret = pwrite(fd, buf, len, (off_t)ofs);
-
-		if (ret < 0 && errno == EINTR)
-			continue;
-		if (ret < 0)
-			return -errno;
-		buf = (const char *)buf + ret;
-		len -= (size_t)ret;
-		ofs += (uint64_t)ret;
-	}
-	return 0;
-}
-
 /* Host I/O errors become -EIO: a host ENOSPC must not read as "zone full". */
 static int emu_host_error(struct emu_dev *e, const char *what, uint64_t ofs,
 			  int err)
@@ -1059,14 +1043,28 @@ const struct p2z_dev_ops p2z_dev_emu_ops = {
 	.flush = emu_flush,
 };
 
-int p2z_emu_apply_faults(const char *path, char *why, size_t why_len)
+/*
+ * The image records the fault (emu_image.c); the device applies it. If
+ * nobody is using the image, apply the condition change now by opening it
+ * for writing and closing it again (a power cycle). Else its user will.
+ */
+int p2z_emu_set_fault(const char *path, uint64_t zidx, enum p2z_emu_fault fault)
 {
+	char why[P2Z_EMU_WHY_LEN];
 	struct emu_dev *e;
 	int ret;
 
-	ret = emu_do_open(path, 0, &e, why, why_len);
-	if (!ret)
-		emu_free(e);
+	ret = p2z_emu_image_record_fault(path, zidx, fault, why, sizeof(why));
+	if (!ret && fault != P2Z_EMU_FAULT_CLEAR &&
+	    fault != P2Z_EMU_FAULT_FAIL_NEXT_IO) {
+		ret = emu_do_open(path, 0, &e, why, sizeof(why));
+		if (!ret)
+			emu_free(e);
+		else if (ret == -EBUSY)
+			ret = 0;
+	}
+	if (ret)
+		p2z_log(LOG_ERR, "%s: %s", path, why);
 	return ret;
 }
 

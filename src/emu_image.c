@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * Images of the emulated zoned device (see dev_emu.c for the device):
- * creation, validation, and faults set by a process that does not use the
- * image.
+ * creation, validation, and recording the faults a process that does not
+ * use the image injects. The format never calls the device: dev_emu.c
+ * builds on this file, not the other way round.
  *
  * Image layout (all integers little-endian):
  *   [0, 4096)             header (struct emu_hdr, CRC32C protected)
@@ -61,6 +62,22 @@ int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
 		va_end(ap);
 	}
 	return err;
+}
+
+int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs)
+{
+	while (len) {
+		ssize_t ret = pwrite(fd, buf, len, (off_t)ofs);
+
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0)
+			return -errno;
+		buf = (const char *)buf + ret;
+		len -= (size_t)ret;
+		ofs += (uint64_t)ret;
+	}
+	return 0;
 }
 
 static uint32_t emu_crc32c(const void *buf, size_t len)
@@ -568,8 +585,8 @@ static void emu_record_fault(uint8_t *f, enum p2z_emu_fault fault)
 		f, &old, new, false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED));
 }
 
-static int emu_do_set_fault(const char *path, uint64_t zidx,
-			    enum p2z_emu_fault fault, char *why, size_t len)
+int p2z_emu_image_record_fault(const char *path, uint64_t zidx,
+			       enum p2z_emu_fault fault, char *why, size_t len)
 {
 	struct p2z_emu_zent *zt;
 	struct p2z_emu_geom g;
@@ -596,24 +613,7 @@ static int emu_do_set_fault(const char *path, uint64_t zidx,
 	zt = p2z_emu_table(map);
 	emu_record_fault(&zt[zidx].fault, fault);
 	munmap(map, g.map_bytes);
-
-	if (fault == P2Z_EMU_FAULT_CLEAR || fault == P2Z_EMU_FAULT_FAIL_NEXT_IO)
-		return 0;
-	/* Nobody is using the image: apply the condition change now, by
-	 * opening it (which applies pending faults). Else its user will. */
-	ret = p2z_emu_apply_faults(path, why, len);
-	return ret == -EBUSY ? 0 : ret;
-}
-
-int p2z_emu_set_fault(const char *path, uint64_t zidx, enum p2z_emu_fault fault)
-{
-	char why[P2Z_EMU_WHY_LEN];
-	int ret;
-
-	ret = emu_do_set_fault(path, zidx, fault, why, sizeof(why));
-	if (ret)
-		p2z_log(LOG_ERR, "%s: %s", path, why);
-	return ret;
+	return 0;
 }
 
 static const struct {

@@ -168,8 +168,6 @@ int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
 		       int *fdp, struct p2z_emu_geom *g, void **mapp, char *why,
 		       size_t why_len);
 
-/* dev_emu.c */
-
 /**
  * p2z_emu_pwrite_full() - write all of a buffer to a file
  * @fd: file
@@ -182,18 +180,20 @@ int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
 int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs);
 
 /**
- * p2z_emu_apply_faults() - apply the faults pending on an unused image
+ * p2z_emu_image_record_fault() - record a fault in a zone's table entry
  * @path: image path
+ * @zidx: zone index
+ * @fault: what to inject
  * @why: if not NULL, receives a one-line reason on failure
- * @why_len: size of @why
+ * @len: size of @why
  *
- * Opens the image for writing and closes it again: a power cycle, which
- * applies the condition faults set while nobody used the image. Does not
- * log.
+ * Only records it, in the shared zone table: applying it is the device's
+ * job (p2z_emu_set_fault() in dev_emu.c). Does not log.
  *
- * Return: 0, -EBUSY if another process has the image open for writing,
- * -ENOMEM, or an error of p2z_emu_image_load().
+ * Return: 0, -EINVAL (bad @zidx or @fault, or not an image), -EUCLEAN
+ * (damaged image) or a system call's -errno.
  */
-int p2z_emu_apply_faults(const char *path, char *why, size_t why_len);
+int p2z_emu_image_record_fault(const char *path, uint64_t zidx,
+			       enum p2z_emu_fault fault, char *why, size_t len);
 
 #endif /* PO2ZFS_EMU_PRIV_H */

@@ -115,6 +115,8 @@ int p2z_emu_create(const char *path, const struct p2z_emu_params *p,
 int p2z_emu_check_image(const char *path, struct p2z_emu_params *p, char *why,
 			size_t why_len);
 
+/* dev_emu.c */
+
 /**
  * p2z_emu_set_fault() - inject a fault into a zone of an image
  * @path: image path
@@ -132,8 +134,6 @@ int p2z_emu_check_image(const char *path, struct p2z_emu_params *p, char *why,
  */
 int p2z_emu_set_fault(const char *path, uint64_t zidx,
 		      enum p2z_emu_fault fault);
-
-/* dev_emu.c */
 
 /**
  * p2z_emu_pending_faults() - faults set on a zone and not applied yet
