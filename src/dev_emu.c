@@ -85,7 +85,7 @@ struct emu_dev {
 	uint64_t open_seq; /* guarded by res_lock */
 };
 
-static struct emu_dev *to_emu(struct p2z_dev *dev)
+static inline struct emu_dev *P2Z_EMU(struct p2z_dev *dev)
 {
 	return container_of(dev, struct emu_dev, dev);
 }
@@ -531,17 +531,17 @@ static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
 static int emu_check_io(const struct emu_dev *e, size_t len, uint64_t ofs,
 			uint64_t *zidx, uint64_t *rel, uint64_t *nlb)
 {
-	uint64_t lba = e->g.lba_bytes;
+	uint64_t lba_bytes = e->g.lba_bytes;
 	uint64_t total = e->g.nr_zones * e->g.zone_lba;
 	uint64_t slba;
 
 	/* Defined on every path: gcc -O3 cannot see that the status map of
 	 * an error never returns 0. */
 	*zidx = *rel = *nlb = 0;
-	if (len % lba || ofs % lba || len > P2Z_EMU_MAX_XFER_BYTES)
+	if (len % lba_bytes || ofs % lba_bytes || len > P2Z_EMU_MAX_XFER_BYTES)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_INVALID_FIELD);
-	slba = ofs / lba;
-	*nlb = len / lba;
+	slba = ofs / lba_bytes;
+	*nlb = len / lba_bytes;
 	if (slba >= total || *nlb > total - slba)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_LBA_RANGE);
 	*zidx = slba / e->g.zone_lba;
@@ -552,12 +552,12 @@ static int emu_check_io(const struct emu_dev *e, size_t len, uint64_t ofs,
 static ssize_t emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 			 uint64_t ofs)
 {
-	struct emu_dev *e = to_emu(dev);
+	struct emu_dev *e = P2Z_EMU(dev);
 	uint64_t zidx, rel, nlb, end, data = 0;
 	int ret;
 
-	if (!len)
-		return 0;
+	if (!len) /* never from the dispatcher; as nvme and zbd */
+		return -EINVAL;
 	ret = emu_check_io(e, len, ofs, &zidx, &rel, &nlb);
 	if (ret)
 		return ret;
@@ -612,15 +612,15 @@ static ssize_t emu_cnv_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
 static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 			  uint64_t ofs)
 {
-	struct emu_dev *e = to_emu(dev);
+	struct emu_dev *e = P2Z_EMU(dev);
 	uint64_t zidx, rel, nlb, wp;
 	struct emu_zone *z;
 	int ret;
 
 	if (e->rdonly)
 		return -EROFS;
-	if (!len)
-		return 0;
+	if (!len) /* never from the dispatcher; as nvme and zbd */
+		return -EINVAL;
 	ret = emu_check_io(e, len, ofs, &zidx, &rel, &nlb);
 	if (ret)
 		return ret;
@@ -638,7 +638,7 @@ static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 			  size_t len, uint64_t *lba)
 {
-	struct emu_dev *e = to_emu(dev);
+	struct emu_dev *e = P2Z_EMU(dev);
 	struct emu_zone *z;
 	uint64_t wp;
 	int ret;
@@ -648,8 +648,8 @@ static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 	if (zidx >= e->g.nr_zones || emu_zone_is_cnv(e, zidx) ||
 	    len % e->g.lba_bytes || len > e->g.max_append_bytes)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_INVALID_FIELD);
-	if (!len)
-		return 0;
+	if (!len) /* never from the dispatcher; as nvme and zbd */
+		return -EINVAL;
 	z = &e->zones[zidx];
 	pthread_mutex_lock(&z->lock);
 	ret = __emu_zone_apply_faults(e, zidx, true);
@@ -666,7 +666,7 @@ static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 static int emu_zone_mgmt(struct p2z_dev *dev, uint64_t zidx,
 			 enum p2z_zone_op op)
 {
-	struct emu_dev *e = to_emu(dev);
+	struct emu_dev *e = P2Z_EMU(dev);
 	struct emu_zone *z;
 	uint16_t status;
 	int ret;
@@ -724,7 +724,7 @@ static void emu_fill_zone_info(struct emu_dev *e, uint64_t zidx,
 static int emu_report_zones(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
 			    struct p2z_zone_info *zi)
 {
-	struct emu_dev *e = to_emu(dev);
+	struct emu_dev *e = P2Z_EMU(dev);
 	unsigned int i;
 
 	if (zidx >= e->g.nr_zones)
@@ -743,7 +743,7 @@ static int emu_report_zones(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
 
 static int emu_flush(struct p2z_dev *dev)
 {
-	struct emu_dev *e = to_emu(dev);
+	struct emu_dev *e = P2Z_EMU(dev);
 
 	if (e->rdonly)
 		return 0;
@@ -1011,7 +1011,7 @@ static int emu_open(const char *path, unsigned int flags, struct p2z_dev **devp)
 
 static void emu_close(struct p2z_dev *dev)
 {
-	emu_free(to_emu(dev));
+	emu_free(P2Z_EMU(dev));
 }
 
 static int emu_probe(const char *path)
@@ -1074,7 +1074,7 @@ int p2z_emu_pending_faults(struct p2z_dev *dev, uint64_t zidx)
 
 	if (!dev || dev->ops != &p2z_dev_emu_ops)
 		return -EINVAL;
-	e = to_emu(dev);
+	e = P2Z_EMU(dev);
 	if (zidx >= e->g.nr_zones)
 		return -EINVAL;
 	return __atomic_load_n(&e->zt[zidx].fault, __ATOMIC_ACQUIRE) &

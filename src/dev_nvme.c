@@ -193,11 +193,12 @@ static int p2z_nvme_exec(struct p2z_nvme *nv, const struct p2z_nvme_cmd *c,
 
 static int p2z_nvme_check_range(struct p2z_nvme *nv, size_t len, uint64_t ofs)
 {
-	uint32_t lbs = nv->dev.info.lba_bytes;
+	uint32_t lba_bytes = nv->dev.info.lba_bytes;
 
-	if (!len || len % lbs || ofs % lbs)
+	if (!len || len % lba_bytes || ofs % lba_bytes)
 		return -EINVAL;
-	if (ofs / lbs > nv->nr_lba || len / lbs > nv->nr_lba - ofs / lbs)
+	if (ofs / lba_bytes > nv->nr_lba ||
+	    len / lba_bytes > nv->nr_lba - ofs / lba_bytes)
 		return -EINVAL;
 	return 0;
 }
@@ -206,12 +207,12 @@ static void p2z_nvme_rw_cmd(struct p2z_nvme *nv, struct p2z_nvme_cmd *c,
 			    uint8_t opcode, void *buf, uint32_t len,
 			    uint64_t ofs)
 {
-	uint32_t lbs = nv->dev.info.lba_bytes;
+	uint32_t lba_bytes = nv->dev.info.lba_bytes;
 
 	memset(c, 0, sizeof(*c));
 	c->opcode = opcode;
-	c->slba = ofs / lbs;
-	c->cdw12 = len / lbs - 1;
+	c->slba = ofs / lba_bytes;
+	c->cdw12 = len / lba_bytes - 1;
 	c->buf = buf;
 	c->len = len;
 }
@@ -321,20 +322,20 @@ static ssize_t p2z_nvme_append(struct p2z_dev *dev, uint64_t zidx,
 			       const void *buf, size_t len, uint64_t *lba)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
-	uint32_t lbs = dev->info.lba_bytes;
+	uint32_t lba_bytes = dev->info.lba_bytes;
 	struct p2z_nvme_cmd c;
 	uint64_t result = 0;
 	int ret;
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
-	if (zidx >= dev->info.nr_zones || !len || len % lbs ||
+	if (zidx >= dev->info.nr_zones || !len || len % lba_bytes ||
 	    len > dev->info.max_append_bytes)
 		return -EINVAL;
 	memset(&c, 0, sizeof(c));
 	c.opcode = nvme_zns_cmd_append;
 	c.slba = zidx * dev->info.zone_lba;
-	c.cdw12 = len / lbs - 1;
+	c.cdw12 = len / lba_bytes - 1;
 	c.buf = (void *)buf;
 	c.len = len;
 	ret = p2z_nvme_exec(nv, &c, &result);

@@ -192,14 +192,14 @@ static ssize_t p2z_zbd_pread(struct p2z_dev *dev, void *buf, size_t len,
 static int __p2z_zbd_write(struct p2z_zbd *zbd, uint64_t zidx, const void *buf,
 			   size_t len, uint64_t ofs)
 {
-	uint32_t lbs = zbd->dev.info.lba_bytes;
+	uint32_t lba_bytes = zbd->dev.info.lba_bytes;
 	int ret;
 
 	ret = p2z_zbd_io(zbd, true, (void *)buf, len, ofs);
-	if (ret || zbd->wp_lba[zidx] != ofs / lbs)
+	if (ret || zbd->wp_lba[zidx] != ofs / lba_bytes)
 		zbd->wp_lba[zidx] = P2Z_ZBD_WP_UNKNOWN;
 	else
-		zbd->wp_lba[zidx] += len / lbs;
+		zbd->wp_lba[zidx] += len / lba_bytes;
 	return ret;
 }
 
@@ -287,15 +287,15 @@ static int p2z_zbd_parse_zone(const struct p2z_dev_info *info, const char *name,
 			      uint64_t zidx, const struct zbd_zone *z,
 			      struct p2z_zone_info *zi)
 {
-	uint32_t lbs = info->lba_bytes;
+	uint32_t lba_bytes = info->lba_bytes;
 	uint64_t zone_bytes, start;
 
 	if (zidx >= info->nr_zones ||
-	    __builtin_mul_overflow(info->zone_lba, (uint64_t)lbs,
+	    __builtin_mul_overflow(info->zone_lba, (uint64_t)lba_bytes,
 				   &zone_bytes) ||
 	    __builtin_mul_overflow(zidx, zone_bytes, &start) ||
 	    z->start != start || !p2z_zbd_len_is_valid(info, zidx, z) ||
-	    z->capacity > z->len || z->capacity % lbs ||
+	    z->capacity > z->len || z->capacity % lba_bytes ||
 	    !p2z_zbd_zone_is_sane(z)) {
 		p2z_log(LOG_ERR,
 			"%s: zone %" PRIu64 ": bad report (type %u cond 0x%x"
@@ -304,8 +304,8 @@ static int p2z_zbd_parse_zone(const struct p2z_dev_info *info, const char *name,
 			z->capacity);
 		return -EIO;
 	}
-	zi->start_lba = z->start / lbs;
-	zi->cap_lba = z->capacity / lbs;
+	zi->start_lba = z->start / lba_bytes;
+	zi->cap_lba = z->capacity / lba_bytes;
 	zi->cond = z->cond;
 	/* Host-aware zones (sequential write preferred) are used as SWR. */
 	zi->type = z->type == ZBD_ZONE_TYPE_CNV ? P2Z_ZONE_TYPE_CNV :
@@ -327,14 +327,14 @@ static int p2z_zbd_parse_zone(const struct p2z_dev_info *info, const char *name,
 		break;
 	default:
 		if (z->wp < z->start || z->wp - z->start > z->capacity ||
-		    z->wp % lbs) {
+		    z->wp % lba_bytes) {
 			p2z_log(LOG_ERR,
 				"%s: zone %" PRIu64 ": write pointer %llu"
 				" outside the zone",
 				name, zidx, z->wp);
 			return -EIO;
 		}
-		zi->wp_lba = z->wp / lbs;
+		zi->wp_lba = z->wp / lba_bytes;
 	}
 	return 0;
 }
@@ -432,19 +432,19 @@ static ssize_t p2z_zbd_append(struct p2z_dev *dev, uint64_t zidx,
 			      const void *buf, size_t len, uint64_t *lba)
 {
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
-	uint32_t lbs = dev->info.lba_bytes;
+	uint32_t lba_bytes = dev->info.lba_bytes;
 	uint64_t wp;
 	int ret;
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
-	if (zidx >= dev->info.nr_zones || !len || len % lbs ||
+	if (zidx >= dev->info.nr_zones || !len || len % lba_bytes ||
 	    len > dev->info.max_append_bytes)
 		return -EINVAL;
 	pthread_mutex_lock(p2z_zbd_lock(zbd, zidx));
 	ret = __p2z_zbd_wp(zbd, zidx, &wp);
 	if (!ret)
-		ret = __p2z_zbd_write(zbd, zidx, buf, len, wp * lbs);
+		ret = __p2z_zbd_write(zbd, zidx, buf, len, wp * lba_bytes);
 	pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
 	if (ret)
 		return ret;

@@ -21,7 +21,8 @@
  * Zero-length requests: p2z_dev_pread(), p2z_dev_pwrite() and
  * p2z_dev_append() check their arguments (alignment, zone index), then
  * answer a zero-length request with 0 themselves, so backends never see
- * @len == 0 through them.
+ * @len == 0 through them. A backend called directly with @len == 0 says
+ * -EINVAL, as an NVMe command (whose length is 0-based) would.
  */
 #ifndef PO2ZFS_DEV_H
 #define PO2ZFS_DEV_H

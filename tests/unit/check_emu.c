@@ -419,6 +419,10 @@ START_TEST(test_dev_pread_pwrite_split)
 	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 100, 0), -EINVAL);
 	ck_assert_int_eq(p2z_dev_pread(dev, buf, LBA, 512), -EINVAL);
 	ck_assert_int_eq(p2z_dev_pread(dev, buf, 0, 0), 0);
+	/* Called directly, the backend refuses zero length, as nvme and zbd. */
+	ck_assert_int_eq(dev->ops->pread(dev, buf, 0, 0), -EINVAL);
+	ck_assert_int_eq(dev->ops->pwrite(dev, buf, 0, 0), -EINVAL);
+	ck_assert_int_eq(dev->ops->append(dev, 1, buf, 0, NULL), -EINVAL);
 	free(buf);
 	p2z_dev_close(dev);
 }
