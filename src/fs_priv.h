@@ -21,6 +21,7 @@
 #include <time.h>
 
 #include "po2zfs/fs.h"
+#include "po2zfs/po2.h"
 #include "po2zfs/stats.h"
 
 /* Kernel reads are at most max_pages (256) pages; room to align them. */

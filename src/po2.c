@@ -9,7 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "po2zfs/fs.h"
+#include "po2zfs/po2.h"
 
 /* The piece of [ofs, ofs + len) in the zone holding ofs. */
 static int p2z_po2_piece(struct p2z_zone_table *zt, uint64_t ofs, size_t len,

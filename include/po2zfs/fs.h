@@ -155,46 +155,6 @@ int p2z_dir_lookup(const struct p2z_zone_table *zt, uint64_t dir_ino,
 int p2z_dir_entry(const struct p2z_zone_table *zt, uint64_t dir_ino, uint64_t i,
 		  char *name, size_t name_len, uint64_t *ino, bool *is_dir);
 
-/* po2.c: the po2 view of the device */
-
-/**
- * p2z_po2_read() - read the po2 view
- * @zt: zone table
- * @buf: destination, aligned to P2Z_ZONE_BUF_ALIGN
- * @len: bytes, a multiple of the LBA size
- * @ofs: byte offset in the view, a multiple of the LBA size
- * @err_zidx: result on failure: the zone that could not be read (left
- *	      alone when no zone was at fault)
- *
- * Each zone's data up to its file size, then zeros up to the next po2
- * boundary, supplied here and never read from the device. The range is cut
- * at the end of the view.
- *
- * Return: bytes read (0 at or past the end of the view), or -EIO (a zone
- * could not be read, offline zones included).
- */
-ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
-		     uint64_t ofs, uint64_t *err_zidx);
-
-/**
- * p2z_po2_write() - write to the po2 view
- * @zt: zone table
- * @buf: source, aligned to P2Z_ZONE_BUF_MIN_ALIGN
- * @len: bytes, a multiple of the LBA size
- * @ofs: byte offset in the view
- * @zidx: result, the zone written to (set when something was attempted)
- *
- * The write goes to the zone holding its first byte, under that zone's
- * rules (p2z_zone_write()), and is cut short at the end of the zone's
- * capacity.
- *
- * Return: bytes written, -EFBIG at or past the end of the view, -EIO if any
- * byte falls in a gap between a zone's capacity and its po2 boundary (as
- * dm-po2zoned does), or the -errno of p2z_zone_write().
- */
-ssize_t p2z_po2_write(struct p2z_zone_table *zt, const void *buf, size_t len,
-		      uint64_t ofs, uint64_t *zidx);
-
 /* xattr.c: extended attributes */
 
 /* Whose attributes: none, the device's (root directory), a zone's. */

@@ -23,6 +23,7 @@
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 #include "po2zfs/fs.h"
+#include "po2zfs/po2.h"
 #include "po2zfs/zone.h"
 
 #define KiB (UINT64_C(1) << 10)
