@@ -5,10 +5,8 @@
 . "$(dirname "$0")/common.sh"
 
 p2z_init "unaligned offset or length: EINVAL"
-geoms="96M/80M/512 96M/80M/4096"
-[ -n "$P2Z_TEST_DEV" ] && geoms=dev
 
-for g in $geoms; do
+for g in $(p2z_geoms 96M/80M/512 96M/80M/4096); do
 	p2z_device "$g" 2 0
 	p2z_mount
 	p2z_reset_seq 0

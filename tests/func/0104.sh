@@ -5,11 +5,9 @@
 . "$(dirname "$0")/common.sh"
 
 p2z_init "capacity: short write, then EFBIG"
-geoms=$P2Z_GEOMS
-[ -n "$P2Z_TEST_DEV" ] && geoms=dev
 MiB=$((1024 * 1024))
 
-for g in $geoms; do
+for g in $(p2z_geoms); do
 	p2z_device "$g" 2 0
 	p2z_mount
 	p2z_reset_seq 0 1

@@ -5,10 +5,8 @@
 . "$(dirname "$0")/common.sh"
 
 p2z_init "truncate to capacity finishes the zone"
-geoms="$P2Z_GEOM 3M/3M/4096 64M/48M/512"
-[ -n "$P2Z_TEST_DEV" ] && geoms=dev
 
-for g in $geoms; do
+for g in $(p2z_geoms "$P2Z_GEOM" 3M/3M/4096 64M/48M/512); do
 	p2z_device "$g" 2 0
 	p2z_mount
 	p2z_reset_seq 0 1

@@ -6,10 +6,8 @@
 . "$(dirname "$0")/common.sh"
 
 p2z_init "po2 view writes: at the write pointer only, EIO in gaps"
-geoms=$P2Z_GEOMS
-[ -n "$P2Z_TEST_DEV" ] && geoms=dev
 
-for g in $geoms; do
+for g in $(p2z_geoms); do
 	p2z_device "$g" 4 0
 	p2z_mount
 	p2z_reset_seq 0 1 2

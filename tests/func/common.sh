@@ -407,6 +407,18 @@ need_prog()
 	command -v "$1" >/dev/null || skip "$1 not installed"
 }
 
+# p2z_geoms [GEOM...]: the geometries a test loops over: GEOM... (default
+# $P2Z_GEOMS) on emulated images, or the one device ("dev") when
+# P2Z_TEST_DEV names a real one
+p2z_geoms()
+{
+	if [ -n "$P2Z_TEST_DEV" ]; then
+		echo dev
+	else
+		echo "${@:-$P2Z_GEOMS}"
+	fi
+}
+
 # p2z_device GEOM [NR_ZONES [NR_CNV [po2zfs-emu create options...]]]
 # Emulator mode: creates a fresh image $WORK/dev.img (replacing an older one)
 # with GEOM = ZONE/CAP/LBA. Device mode: uses P2Z_TEST_DEV, whatever GEOM is.
@@ -703,11 +715,10 @@ fio_verify_only()
 # a zone filled to capacity by fio (the body of the per-engine tests)
 fio_seq_suite()
 {
-	local eng=$1 geoms="$P2Z_GEOM 64M/48M/512" g size s0 s1
+	local eng=$1 g size s0 s1
 
 	need_fio_engine "$eng"
-	[ -n "$P2Z_TEST_DEV" ] && geoms=dev
-	for g in $geoms; do
+	for g in $(p2z_geoms "$P2Z_GEOM" 64M/48M/512); do
 		p2z_device "$g" 4 0
 		p2z_mount
 		p2z_reset_seq 0 1
