@@ -30,6 +30,11 @@ export P2Z_BUILD=/p2z/build P2Z_TIO=/p2z/build/tests/p2z_tio
 P2Z_VM_TESTS='' P2Z_VM_FULL=0
 # shellcheck source=/dev/null
 . /p2z/vm.conf
+# The mount tests' helpers (is_mounted, po2_roundup, ...): defining them
+# has no side effect; their verdict functions (fail, skip) exit, so the
+# guest's own checks report through result() instead.
+# shellcheck source=../func/common.sh
+. /p2z/tests/func/common.sh
 QUICK="0001 0101 0104 0109 0201 0202 0301 0402"
 M=$((1024 * 1024))
 SECONDS=0
@@ -89,11 +94,11 @@ start_daemon() {
 	po2zfs "$dev" "$mnt" -f "$@" >"$W/daemon.log" 2>&1 &
 	PID=$!
 	for _ in $(seq "$tries"); do
-		mountpoint -q "$mnt" && return 0
+		is_mounted "$mnt" && return 0
 		kill -0 $PID 2>/dev/null || break
 		sleep 0.05
 	done
-	mountpoint -q "$mnt" && return 0
+	is_mounted "$mnt" && return 0
 	wait $PID
 	return 1
 }
@@ -147,10 +152,10 @@ test_dev() { # config path backend ng zone cap
 # finished and reset with the tool and checked with nvme-cli.
 test_zone_tool() { # config path backend ng zone cap lbs bytes
 	local cfg=$1 path=$2 ng=$4 zone=$5 cap=$6 lbs=$7 bytes=$8
-	local po2=1 why='' out row cell st pct z3 bo=()
+	local po2 why='' out row cell st pct z3 bo=()
 
 	[ "$3" = auto ] || bo=(--backend "$3")
-	while [ $po2 -lt "$zone" ]; do po2=$((po2 * 2)); done
+	po2=$(po2_roundup "$zone")
 	local s=$((2 * zone / lbs)) p=$((2 * po2 / lbs)) w=$((bytes / lbs))
 	pct=$((bytes * 100 / cap))
 	out=$(po2zfs-zone report "${bo[@]}" "$path" 2>&1) || why="report"
@@ -274,7 +279,7 @@ test_owner() { # config ng disk
 			out=$(timeout 20 po2zfs "${t%% *}" "$m2" -f \
 				${t#* } 2>&1 </dev/null)
 			r=$?
-			mountpoint -q "$m2" && umount -l "$m2"
+			is_mounted "$m2" && umount -l "$m2"
 			[ $r = 0 ] || [ $r = 124 ] && why="$why second($t)"
 			[[ $out == *"in use"* ]] || why="$why message($t: $out)"
 		done
