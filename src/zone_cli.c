@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "po2zfs/dev.h"
@@ -588,30 +589,92 @@ static int p2z_zcli_check_types(const struct p2z_zcli *z, struct p2z_dev *dev,
 	return 0;
 }
 
+/*
+ * Progress of a long reset or finish, on a terminal only: once the command
+ * has run for P2Z_ZONE_PROGRESS_MS (default 500 ms; the tests set 0), one
+ * line rewritten in place at most every 100 ms, cleared at the end.
+ */
+struct p2z_zcli_progress {
+	bool on;
+	bool shown;
+	uint64_t after_ms, start_ms, last_ms;
+};
+
+static uint64_t p2z_zcli_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void p2z_zcli_progress_init(struct p2z_zcli_progress *p)
+{
+	const char *env = getenv("P2Z_ZONE_PROGRESS_MS");
+
+	p->on = isatty(STDERR_FILENO);
+	p->shown = false;
+	p->after_ms = env && *env ? strtoull(env, NULL, 10) : 500;
+	p->start_ms = p2z_zcli_ms();
+	p->last_ms = 0;
+}
+
+static void p2z_zcli_progress(struct p2z_zcli_progress *p, const char *path,
+			      const char *cmd, uint64_t done, uint64_t total)
+{
+	uint64_t now;
+
+	if (!p->on)
+		return;
+	now = p2z_zcli_ms();
+	if (now - p->start_ms < p->after_ms ||
+	    (p->shown && done < total && now - p->last_ms < 100))
+		return;
+	fprintf(stderr, "\r%s: %s: %" PRIu64 "/%" PRIu64 " zones", path, cmd,
+		done, total);
+	p->shown = true;
+	p->last_ms = now;
+}
+
+static void p2z_zcli_progress_end(struct p2z_zcli_progress *p)
+{
+	if (p->shown)
+		fputs("\r\033[K", stderr);
+}
+
 /* Reset or finish every sequential zone of [first, last]. */
 static int p2z_zcli_apply(const struct p2z_zcli *z, struct p2z_dev *dev,
-			  enum p2z_zone_op op, uint64_t first, uint64_t last)
+			  enum p2z_zone_op op, uint64_t first, uint64_t last,
+			  uint64_t nr_seq)
 {
 	struct p2z_zone_info zi[P2Z_REPORT_BATCH];
-	uint64_t zidx = first;
-	int n, i, ret;
+	struct p2z_zcli_progress pr;
+	uint64_t zidx = first, done = 0;
+	int n, i, ret = 0;
 
-	while (zidx <= last) {
+	p2z_zcli_progress_init(&pr);
+
+	while (!ret && zidx <= last) {
 		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
-		if (n <= 0)
+		if (n <= 0) {
+			p2z_zcli_progress_end(&pr);
 			return fail(EXIT_FAILURE, "%s: report zones: %s",
 				    dev->path, strerror(n ? -n : EIO));
+		}
 		for (i = 0; i < n && zidx <= last; i++, zidx++) {
 			if (zi[i].type == P2Z_ZONE_TYPE_CNV)
 				continue;
 			ret = p2z_dev_zone_mgmt(dev, zidx, op);
 			if (ret)
-				return fail(EXIT_FAILURE,
-					    "%s: zone %" PRIu64 ": %s: %s",
-					    dev->path, zidx, z->cmd,
-					    strerror(-ret));
+				break;
+			p2z_zcli_progress(&pr, dev->path, z->cmd, ++done,
+					  nr_seq);
 		}
 	}
+	p2z_zcli_progress_end(&pr);
+	if (ret)
+		return fail(EXIT_FAILURE, "%s: zone %" PRIu64 ": %s: %s",
+			    dev->path, zidx, z->cmd, strerror(-ret));
 	return 0;
 }
 
@@ -643,7 +706,7 @@ static int p2z_zcli_mgmt(const struct p2z_zcli *z, enum p2z_zone_op op)
 		ret = fail(EXIT_FAILURE, "%s: nothing done", dev->path);
 		goto out_close;
 	}
-	ret = p2z_zcli_apply(z, dev, op, first, last);
+	ret = p2z_zcli_apply(z, dev, op, first, last, nr_seq);
 	if (!ret)
 		printf("%s: %s %" PRIu64 " zone%s (%" PRIu64 "-%" PRIu64 ")\n",
 		       dev->path,

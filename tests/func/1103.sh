@@ -170,9 +170,22 @@ if command -v script >/dev/null; then
 	*$'\033[34mF*\033[0m'*) ;;
 	*) fail "map on a terminal: no colour for a full zone: $out" ;;
 	esac
+	# progress on a terminal once a command runs long (at once with
+	# P2Z_ZONE_PROGRESS_MS=0): the first and the last count, each over
+	# the one before, then the line cleared for the result
+	out=$(P2Z_ZONE_PROGRESS_MS=0 script -qec \
+		"'$ZONE' finish '$DEV' --all --yes" /dev/null) ||
+		fail "finish --all on a terminal: $out"
+	case $out in
+	$'\r'"$DEV: finish: 1/5 zones"*$'\r'"$DEV: finish: 5/5 zones"$'\r\033[K'"$DEV: finished 5 zones (1-5)"*) ;;
+	*) fail "finish --all on a terminal, progress: $(printf %q "$out")" ;;
+	esac
 else
 	info "no script(1): the terminal cases are not checked"
 fi
+# no progress where stderr is not a terminal, however long it takes
+P2Z_ZONE_PROGRESS_MS=0 zone_cmd 0 finish "$DEV" --all --yes
+assert_eq "$DEV: finished 5 zones (1-5)" "$OUT" "finish --all, no terminal"
 
 zone_cmd 0 reset "$DEV" --all --yes
 assert_eq "$DEV: reset 5 zones (1-5)" "$OUT" "reset --all output"
