@@ -57,6 +57,8 @@
 #include <sys/xattr.h>
 #include <unistd.h>
 
+#include "p2z_helpers.h"
+
 #define CR_MAGIC 0x48534152435a3250ULL /* "P2ZCRASH" little-endian */
 #define CR_HDR 64
 #define CR_ALIGN 4096
@@ -92,21 +94,11 @@ static uint64_t fnv1a(const void *p, size_t n)
 	return h;
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t rec_key(uint32_t zone, uint32_t writer, uint32_t cycle,
 			uint32_t seq)
 {
-	return mix(((uint64_t)zone << 48) ^ ((uint64_t)writer << 32) ^
-		   ((uint64_t)cycle << 20) ^ seq ^ 0x9e3779b97f4a7c15ULL);
+	return p2z_mix(((uint64_t)zone << 48) ^ ((uint64_t)writer << 32) ^
+		       ((uint64_t)cycle << 20) ^ seq ^ 0x9e3779b97f4a7c15ULL);
 }
 
 /* The full record (header and payload) into @buf, @len bytes. */
@@ -120,7 +112,7 @@ static void rec_build(void *buf, uint32_t zone, uint32_t writer, uint32_t cycle,
 	w = (uint64_t *)((char *)buf + CR_HDR);
 	for (i = 0; i < (len - CR_HDR) / 8; i++) {
 		s += 0x9e3779b97f4a7c15ULL;
-		w[i] = mix(s);
+		w[i] = p2z_mix(s);
 	}
 	memset(h, 0, sizeof(*h));
 	h->magic = CR_MAGIC;
@@ -139,17 +131,6 @@ static bool hdr_valid(const struct cr_hdr *h)
 	       h->hdr_sum == fnv1a(h, offsetof(struct cr_hdr, hdr_sum)) &&
 	       h->len >= CR_ALIGN && h->len <= CR_MAX_REC &&
 	       !(h->len % CR_ALIGN);
-}
-
-static void *xalloc(size_t n)
-{
-	void *p;
-
-	if (posix_memalign(&p, CR_ALIGN, n)) {
-		fprintf(stderr, "p2z_crash: out of memory\n");
-		exit(2);
-	}
-	return p;
 }
 
 /* ---------------------------------------------------------------- write */
@@ -179,9 +160,9 @@ static void log_line(struct cr_writer *w, const char *line)
 static void *writer_main(void *arg)
 {
 	struct cr_writer *w = arg;
-	uint64_t rng = mix(w->seed ^ ((uint64_t)w->id << 40) ^ w->cycle);
+	uint64_t rng = p2z_mix(w->seed ^ ((uint64_t)w->id << 40) ^ w->cycle);
 	char path[4096], line[128];
-	void *buf = xalloc(CR_MAX_REC);
+	void *buf = p2z_xalloc(CR_ALIGN, CR_MAX_REC);
 	uint32_t seq, len;
 	ssize_t ret;
 	int fd;
@@ -195,7 +176,7 @@ static void *writer_main(void *arg)
 		return NULL;
 	}
 	for (seq = 0;; seq++) {
-		rng = mix(rng + seq);
+		rng = p2z_mix(rng + seq);
 		len = (uint32_t)(1 + rng % (CR_MAX_REC / CR_ALIGN)) * CR_ALIGN;
 		rec_build(buf, w->zone, w->id, w->cycle, seq, len);
 		ret = write(fd, buf, len);
@@ -365,7 +346,7 @@ static int get_xattr_u64(const char *path, const char *name, uint64_t *val)
 /* Read [0, size) of a zone file; also checks a read at size gives 0. */
 static char *read_zone(struct cr_verify *v, const char *path, uint64_t size)
 {
-	char *buf = xalloc(size + CR_ALIGN);
+	char *buf = p2z_xalloc(CR_ALIGN, size + CR_ALIGN);
 	uint64_t ofs = 0;
 	ssize_t n;
 	int fd = open(path, O_RDONLY | O_DIRECT);
@@ -409,7 +390,7 @@ static uint64_t match_len(const char *a, const char *b, uint64_t n)
 static void parse_zone(struct cr_verify *v, uint32_t zone, const char *data,
 		       uint64_t size)
 {
-	char *ref = xalloc(CR_MAX_REC);
+	char *ref = p2z_xalloc(CR_ALIGN, CR_MAX_REC);
 	const struct cr_hdr *next;
 	uint32_t last_cycle = 0;
 	uint64_t ofs = 0, p;

@@ -52,6 +52,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "p2z_helpers.h"
+
 #define ST_ALIGN 4096
 #define ST_MAGIC 0x5354525a /* "ZRTS" */
 #define ST_MAX_ZONES 16
@@ -113,20 +115,10 @@ static void violation(struct st_ctx *c, const char *fmt, ...)
 	atomic_store(&c->stop, true);
 }
 
-static uint64_t mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdULL;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ULL;
-	x ^= x >> 33;
-	return x;
-}
-
 static uint64_t rnd(struct st_thread *t)
 {
 	t->rng += 0x9e3779b97f4a7c15ULL;
-	return mix(t->rng);
+	return p2z_mix(t->rng);
 }
 
 static bool running(struct st_ctx *c)
@@ -140,17 +132,6 @@ static bool running(struct st_ctx *c)
 	       (now.tv_sec == c->end.tv_sec && now.tv_nsec < c->end.tv_nsec);
 }
 
-static void *xalloc(size_t n)
-{
-	void *p;
-
-	if (posix_memalign(&p, ST_ALIGN, n)) {
-		fprintf(stderr, "p2z_stress: out of memory\n");
-		exit(2);
-	}
-	return p;
-}
-
 /* Block header: 32 bytes, then the pattern. */
 struct st_blk {
 	uint32_t magic;
@@ -162,7 +143,7 @@ struct st_blk {
 
 static uint64_t blk_key(uint32_t zone, uint64_t gen, uint64_t ofs)
 {
-	return mix(mix(zone + 1) ^ mix(gen + 0x1234) ^ ofs);
+	return p2z_mix(p2z_mix(zone + 1) ^ p2z_mix(gen + 0x1234) ^ ofs);
 }
 
 static void blk_fill(char *p, uint64_t lba, uint32_t zone, uint64_t gen,
@@ -173,7 +154,7 @@ static void blk_fill(char *p, uint64_t lba, uint32_t zone, uint64_t gen,
 	size_t i;
 
 	for (i = sizeof(*h) / 8; i < lba / 8; i++)
-		w[i] = mix(k + i);
+		w[i] = p2z_mix(k + i);
 	h->magic = ST_MAGIC;
 	h->zone = zone;
 	h->gen = gen;
@@ -199,7 +180,7 @@ static int blk_check(const char *p, uint64_t lba, uint32_t zone, uint64_t ofs,
 	    h->key != blk_key(zone, h->gen, ofs))
 		return -1;
 	for (i = sizeof(*h) / 8; i < lba / 8; i++)
-		if (w[i] != mix(h->key + i))
+		if (w[i] != p2z_mix(h->key + i))
 			return -1;
 	*gen = h->gen;
 	return 0;
@@ -372,7 +353,7 @@ static void *mutator_main(void *arg)
 {
 	struct st_thread *t = arg;
 	struct st_ctx *c = t->c;
-	char *buf = xalloc(ST_MAX_APPEND_LBA * c->lba);
+	char *buf = p2z_xalloc(ST_ALIGN, ST_MAX_APPEND_LBA * c->lba);
 	uint64_t size = 0;
 	int fd = -1;
 
@@ -399,7 +380,7 @@ static void reread(struct st_thread *t, uint32_t zi, uint64_t ofs,
 {
 	struct st_ctx *c = t->c;
 	uint64_t gen = 0;
-	char *b = xalloc(c->lba);
+	char *b = p2z_xalloc(ST_ALIGN, c->lba);
 	int k, fd, r;
 
 	for (k = 0; k < 2; k++) {
@@ -517,7 +498,7 @@ static void *reader_main(void *arg)
 {
 	struct st_thread *t = arg;
 	struct st_ctx *c = t->c;
-	char *buf = xalloc(ST_READ_MAX);
+	char *buf = p2z_xalloc(ST_ALIGN, ST_READ_MAX);
 	unsigned int i, nr;
 	bool direct;
 	int fd;
@@ -740,7 +721,7 @@ int main(int argc, char **argv)
 	for (i = 0; i < n; i++) {
 		th[i] = (struct st_thread){ .c = &c,
 					    .id = i,
-					    .rng = mix(i + 77) };
+					    .rng = p2z_mix(i + 77) };
 		if (i < c.nz)
 			fn = mutator_main;
 		else if (i < c.nz + 2)
