@@ -331,18 +331,6 @@ static int read_log(struct cr_verify *v, const char *path)
 	return 0;
 }
 
-static int get_xattr_u64(const char *path, const char *name, uint64_t *val)
-{
-	char buf[64];
-	ssize_t n = getxattr(path, name, buf, sizeof(buf) - 1);
-
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	*val = strtoull(buf, NULL, 10);
-	return 0;
-}
-
 /* Read [0, size) of a zone file; also checks a read at size gives 0. */
 static char *read_zone(struct cr_verify *v, const char *path, uint64_t size)
 {
@@ -504,16 +492,16 @@ static void check_streams(struct cr_verify *v, uint32_t zone)
 static void check_past_wp(struct cr_verify *v, const char *image,
 			  const char *path, uint32_t zone, uint64_t size)
 {
-	uint64_t zidx, zsize, nzones, data_ofs;
+	uint64_t zidx = 0, zsize = 0, nzones = 0, data_ofs;
 	char root[4096];
 	struct cr_hdr h;
 	struct stat st;
 	int fd;
 
 	snprintf(root, sizeof(root), "%s/..", v->dir);
-	if (get_xattr_u64(path, "user.zone.index", &zidx) ||
-	    get_xattr_u64(root, "user.dev.zone_size", &zsize) ||
-	    get_xattr_u64(root, "user.dev.nr_zones", &nzones)) {
+	if (p2z_xattr_u64(path, "user.zone.index", &zidx) ||
+	    p2z_xattr_u64(root, "user.dev.zone_size", &zsize) ||
+	    p2z_xattr_u64(root, "user.dev.nr_zones", &nzones)) {
 		VFAIL(v, "zone %u: cannot read the geometry xattrs", zone);
 		return;
 	}
@@ -536,7 +524,7 @@ static int cmd_verify(int ac, char **av)
 {
 	static struct cr_verify v;
 	char path[4096];
-	uint64_t size, wp;
+	uint64_t size, wp = 0;
 	uint32_t i;
 	struct stat st;
 	char *data;
@@ -562,7 +550,7 @@ static int cmd_verify(int ac, char **av)
 			continue;
 		}
 		size = st.st_size;
-		ret = get_xattr_u64(path, "user.zone.wp", &wp);
+		ret = p2z_xattr_u64(path, "user.zone.wp", &wp);
 		if (ret || wp != size)
 			VFAIL(&v,
 			      "%s: user.zone.wp %" PRIu64

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/types.h>
+#include <sys/xattr.h>
 
 /* A 64-bit finaliser (MurmurHash3's fmix64): every input bit moves many. */
 static inline uint64_t p2z_mix(uint64_t x)
@@ -32,6 +34,20 @@ static inline void *p2z_xalloc(size_t align, size_t n)
 		exit(2);
 	}
 	return p;
+}
+
+/* The decimal value of extended attribute @name of @path: 0 or -errno. */
+static inline int p2z_xattr_u64(const char *path, const char *name,
+				uint64_t *val)
+{
+	char buf[64];
+	ssize_t n = getxattr(path, name, buf, sizeof(buf) - 1);
+
+	if (n < 0)
+		return -errno;
+	buf[n] = 0;
+	*val = strtoull(buf, NULL, 10);
+	return 0;
 }
 
 #endif /* P2Z_HELPERS_H */

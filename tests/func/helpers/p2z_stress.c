@@ -186,18 +186,6 @@ static int blk_check(const char *p, uint64_t lba, uint32_t zone, uint64_t ofs,
 	return 0;
 }
 
-static int xattr_u64(const char *path, const char *name, uint64_t *v)
-{
-	char buf[64];
-	ssize_t n = getxattr(path, name, buf, sizeof(buf) - 1);
-
-	if (n < 0)
-		return -errno;
-	buf[n] = 0;
-	*v = strtoull(buf, NULL, 10);
-	return 0;
-}
-
 static int xattr_str(const char *path, const char *name, char *buf, size_t len)
 {
 	ssize_t n = getxattr(path, name, buf, len - 1);
@@ -222,7 +210,7 @@ static void check_known(struct st_ctx *c, uint32_t zi, uint64_t size,
 			const char *after)
 {
 	struct stat st;
-	uint64_t wp;
+	uint64_t wp = 0;
 	int ret;
 
 	if (stat(c->z[zi].path, &st)) {
@@ -232,7 +220,7 @@ static void check_known(struct st_ctx *c, uint32_t zi, uint64_t size,
 	if ((uint64_t)st.st_size != size)
 		violation(c, "seq/%u: size %jd after %s, expected %" PRIu64, zi,
 			  (intmax_t)st.st_size, after, size);
-	ret = xattr_u64(c->z[zi].path, "user.zone.wp", &wp);
+	ret = p2z_xattr_u64(c->z[zi].path, "user.zone.wp", &wp);
 	if (ret || wp != size)
 		violation(c,
 			  "seq/%u: user.zone.wp %s%" PRIu64
@@ -570,7 +558,8 @@ static void *checker_main(void *arg)
 
 			a1 = atomic_load(&z->acked);
 			if (stat(z->path, &s1) ||
-			    (ret = xattr_u64(z->path, "user.zone.wp", &wp)) ||
+			    (ret = p2z_xattr_u64(z->path, "user.zone.wp",
+						 &wp)) ||
 			    xattr_str(z->path, "user.zone.cond", cond,
 				      sizeof(cond)) ||
 			    stat(z->path, &s2)) {
@@ -674,17 +663,18 @@ static int setup(struct st_ctx *c, char **av)
 	if (!c->nz || c->nz > ST_MAX_ZONES)
 		return -EINVAL;
 	snprintf(root, sizeof(root), "%s", c->mnt);
-	ret = xattr_u64(root, "user.dev.lba_size", &c->lba);
+	ret = p2z_xattr_u64(root, "user.dev.lba_size", &c->lba);
 	if (!ret)
-		ret = xattr_u64(root, "user.dev.max_open", &c->max_open);
+		ret = p2z_xattr_u64(root, "user.dev.max_open", &c->max_open);
 	if (!ret)
-		ret = xattr_u64(root, "user.dev.max_active", &c->max_active);
+		ret = p2z_xattr_u64(root, "user.dev.max_active",
+				    &c->max_active);
 	for (zi = 0; !ret && zi < c->nz; zi++) {
 		snprintf(c->z[zi].path, sizeof(c->z[zi].path), "%s/seq/%u",
 			 c->mnt, zi);
 		c->z[zi].data_end = UINT64_MAX;
-		ret = xattr_u64(c->z[zi].path, "user.zone.capacity",
-				&c->z[zi].cap);
+		ret = p2z_xattr_u64(c->z[zi].path, "user.zone.capacity",
+				    &c->z[zi].cap);
 	}
 	if (ret)
 		return ret;
