@@ -251,11 +251,16 @@ boot_guest() { # kernel root, initrd, log, [args function, [image dir]]
 	while read -r a; do
 		args+=("${a%% *}" "${a#* }")
 	done < <("$fn" "$dir")
+	# tsc=reliable: under TCG the clocksource watchdog may find the TSC
+	# skewed on a busy host and mark it unstable; the kernel then
+	# re-patches sched_clock's static key on a running SMP guest, and a
+	# 6.12 guest died of that once ("Oops: int3" in sched_clock_cpu from
+	# __sched_clock_work): TCG showed the other vCPU a stale int3.
 	timeout --foreground -k 10 "$tmo" qemu-system-x86_64 \
 		-nodefaults -no-user-config -machine q35 -accel tcg -cpu max \
 		-m 2G -smp 2 -display none -monitor none -serial stdio \
 		-no-reboot -kernel "$(ls "$kroot"/boot/vmlinuz-*)" \
-		-initrd "$initrd" -append "console=ttyS0 panic=-1 quiet" \
+		-initrd "$initrd" -append "console=ttyS0 panic=-1 quiet tsc=reliable" \
 		"${args[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$log" |
 		grep -a --line-buffered -E '^(P2Z|vm:|\[ *[0-9.]+\] (Kernel panic|BUG|WARNING))'
 	return "${PIPESTATUS[0]}"
