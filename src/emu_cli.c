@@ -9,12 +9,12 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 
+#include "po2zfs/cli.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 #include "po2zfs/geom.h"
@@ -43,22 +43,6 @@ static const char usage_text[] =
 	"  --force            overwrite an existing image not in use\n"
 	"\n"
 	"ZONE is a device zone index, as report prints it.\n";
-
-static int fail(int code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* One line on stderr, "po2zfs-emu: reason"; returns the exit code. */
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(PROG ": ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
 
 /* Decimal, optionally with a K/M/G/T (IEC) suffix when @suffix. */
 static int parse_u64(const char *s, bool suffix, uint64_t *v)
@@ -96,10 +80,12 @@ static int parse_opt_u64(const char *opt, const char *s, bool suffix,
 	int ret = parse_u64(s, suffix, v);
 
 	if (ret == -EINVAL)
-		return fail(EXIT_FAILURE, "--%s: '%s' is not a %s", opt, s,
-			    suffix ? "size" : "number");
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "--%s: '%s' is not a %s", opt, s,
+				    suffix ? "size" : "number");
 	if (ret || *v > max)
-		return fail(EXIT_FAILURE, "--%s: '%s' is too large", opt, s);
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "--%s: '%s' is too large", opt, s);
 	return 0;
 }
 
@@ -109,9 +95,10 @@ static int usage_error(int c, char **argv)
 	const char *arg = argv[optind - 1];
 
 	if (c == ':')
-		return fail(EXIT_USAGE, "option '%s' needs a value", arg);
-	return fail(EXIT_USAGE, "unknown option '%s' (see " PROG " --help)",
-		    arg);
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "option '%s' needs a value", arg);
+	return p2z_cli_fail(PROG, EXIT_USAGE,
+			    "unknown option '%s' (see " PROG " --help)", arg);
 }
 
 enum {
@@ -238,19 +225,22 @@ static int cmd_create(int argc, char **argv)
 			return ret;
 	}
 	if (optind != argc - 1)
-		return fail(EXIT_USAGE, "create needs exactly one IMAGE");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "create needs exactly one IMAGE");
 	path = argv[optind];
 	if (!a.have_size || !a.have_zones)
-		return fail(EXIT_USAGE, "create needs --zone-size and --zones");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "create needs --zone-size and --zones");
 	if (!a.have_cap)
 		a.p.cap_bytes = a.p.zone_bytes;
 	if (p2z_emu_check_params(&a.p, why, sizeof(why)))
-		return fail(EXIT_FAILURE, "%s", why);
+		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s", why);
 	if (!a.force && !lstat(path, &st))
-		return fail(EXIT_FAILURE, "%s: already exists (use --force)",
-			    path);
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "%s: already exists (use --force)", path);
 	if (a.force && !stat(path, &st) && !S_ISREG(st.st_mode))
-		return fail(EXIT_FAILURE, "%s: not a regular file", path);
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "%s: not a regular file", path);
 	/* p2z_emu_create() says why on failure. */
 	return p2z_emu_create(path, &a.p, a.force) ? EXIT_FAILURE : 0;
 }
@@ -358,8 +348,9 @@ static int report_zones(struct p2z_dev *dev, const struct p2z_geom *g)
 	while (zidx < dev->info.nr_zones) {
 		n = p2z_dev_report_zones(dev, zidx, 256, zi);
 		if (n <= 0)
-			return fail(EXIT_FAILURE, "%s: report zones: %s",
-				    dev->path, strerror(n ? -n : EIO));
+			return p2z_cli_fail(PROG, EXIT_FAILURE,
+					    "%s: report zones: %s", dev->path,
+					    strerror(n ? -n : EIO));
 		for (i = 0; i < n; i++)
 			print_zone(dev, g, zidx + (uint64_t)i, &zi[i]);
 		zidx += (uint64_t)n;
@@ -382,9 +373,11 @@ static int cmd_report(int argc, char **argv)
 		return 0;
 	}
 	if (optind != argc - 1)
-		return fail(EXIT_USAGE, "report needs exactly one IMAGE");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "report needs exactly one IMAGE");
 	if (p2z_emu_check_image(argv[optind], &p, why, sizeof(why)))
-		return fail(EXIT_FAILURE, "%s: %s", argv[optind], why);
+		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s: %s", argv[optind],
+				    why);
 	/* A look, not a use: works while a daemon has the image. */
 	if (p2z_dev_open(argv[optind], "emu", P2Z_DEV_RDONLY | P2Z_DEV_PEEK,
 			 &dev))
@@ -392,16 +385,16 @@ static int cmd_report(int argc, char **argv)
 	ret = p2z_geom_init(&g, dev->info.lba_bytes, dev->info.zone_lba,
 			    dev->info.nr_zones);
 	if (ret) {
-		ret = fail(EXIT_FAILURE, "%s: geometry: %s", dev->path,
-			   strerror(-ret));
+		ret = p2z_cli_fail(PROG, EXIT_FAILURE, "%s: geometry: %s",
+				   dev->path, strerror(-ret));
 	} else {
 		print_geometry(dev, &g, &p);
 		ret = report_zones(dev, &g);
 	}
 	p2z_dev_close(dev);
 	if (!ret && fflush(stdout))
-		ret = fail(EXIT_FAILURE, "writing the report: %s",
-			   strerror(errno));
+		ret = p2z_cli_fail(PROG, EXIT_FAILURE, "writing the report: %s",
+				   strerror(errno));
 	return ret;
 }
 
@@ -421,23 +414,25 @@ static int cmd_set_zone(int argc, char **argv)
 		return 0;
 	}
 	if (optind != argc - 3)
-		return fail(EXIT_USAGE, "set-zone needs IMAGE ZONE FAULT");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "set-zone needs IMAGE ZONE FAULT");
 	path = argv[optind];
 	if (parse_u64(argv[optind + 1], false, &zidx))
-		return fail(EXIT_FAILURE, "'%s' is not a zone number",
-			    argv[optind + 1]);
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "'%s' is not a zone number",
+				    argv[optind + 1]);
 	if (p2z_emu_fault_parse(argv[optind + 2], &fault))
-		return fail(
-			EXIT_FAILURE,
+		return p2z_cli_fail(
+			PROG, EXIT_FAILURE,
 			"unknown fault '%s' (read-only, offline, online, fail-next-io, clear)",
 			argv[optind + 2]);
 	if (p2z_emu_check_image(path, &p, why, sizeof(why)))
-		return fail(EXIT_FAILURE, "%s: %s", path, why);
+		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s: %s", path, why);
 	if (zidx >= p.nr_zones)
-		return fail(EXIT_FAILURE,
-			    "%s: zone %llu out of range (%llu zones)", path,
-			    (unsigned long long)zidx,
-			    (unsigned long long)p.nr_zones);
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "%s: zone %llu out of range (%llu zones)",
+				    path, (unsigned long long)zidx,
+				    (unsigned long long)p.nr_zones);
 	/* p2z_emu_set_fault() says why on failure. */
 	return p2z_emu_set_fault(path, zidx, fault) ? EXIT_FAILURE : 0;
 }
@@ -448,8 +443,8 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	if (!cmd)
-		return fail(EXIT_USAGE,
-			    "missing command (see " PROG " --help)");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "missing command (see " PROG " --help)");
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "help")) {
 		fputs(usage_text, stdout);
@@ -462,6 +457,6 @@ int main(int argc, char **argv)
 		return cmd_report(argc - 1, argv + 1);
 	if (!strcmp(cmd, "set-zone"))
 		return cmd_set_zone(argc - 1, argv + 1);
-	return fail(EXIT_USAGE, "unknown command '%s' (see " PROG " --help)",
-		    cmd);
+	return p2z_cli_fail(PROG, EXIT_USAGE,
+			    "unknown command '%s' (see " PROG " --help)", cmd);
 }

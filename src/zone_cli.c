@@ -14,7 +14,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "po2zfs/cli.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/geom.h"
 
@@ -80,22 +80,6 @@ struct p2z_zcli {
 	int nr_args;
 };
 
-static int fail(int code, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-/* One line on stderr, "po2zfs-zone: reason"; returns the exit code. */
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-
-	fputs(PROG ": ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
-
 static int p2z_zcli_parse(int argc, char **argv, struct p2z_zcli *z)
 {
 	int c;
@@ -123,12 +107,14 @@ static int p2z_zcli_parse(int argc, char **argv, struct p2z_zcli *z)
 			fputs(usage_text, stdout);
 			return 1;
 		case ':':
-			return fail(EXIT_USAGE, "option '%s' needs a value",
-				    argv[optind]);
+			return p2z_cli_fail(PROG, EXIT_USAGE,
+					    "option '%s' needs a value",
+					    argv[optind]);
 		default:
-			return fail(EXIT_USAGE,
-				    "unknown option '%s' (see " PROG " --help)",
-				    argv[optind]);
+			return p2z_cli_fail(PROG, EXIT_USAGE,
+					    "unknown option '%s' (see " PROG
+					    " --help)",
+					    argv[optind]);
 		}
 	}
 	z->args = argv + 1 + optind;
@@ -149,18 +135,19 @@ static int p2z_zcli_open(const struct p2z_zcli *z, bool claim,
 	ret = p2z_dev_open(path, z->backend,
 			   claim ? 0 : P2Z_DEV_RDONLY | P2Z_DEV_PEEK, devp);
 	if (ret == -EBUSY)
-		return fail(
-			EXIT_FAILURE,
+		return p2z_cli_fail(
+			PROG, EXIT_FAILURE,
 			"%s: %s (mounted by po2zfs, or claimed by another program)",
 			path, strerror(-ret));
 	if (ret)
-		return fail(EXIT_FAILURE, "%s: %s", path, strerror(-ret));
+		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s: %s", path,
+				    strerror(-ret));
 	ret = p2z_geom_init(g, (*devp)->info.lba_bytes, (*devp)->info.zone_lba,
 			    (*devp)->info.nr_zones);
 	if (ret) {
 		p2z_dev_close(*devp);
-		return fail(EXIT_FAILURE, "%s: geometry: %s", path,
-			    strerror(-ret));
+		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s: geometry: %s",
+				    path, strerror(-ret));
 	}
 	return 0;
 }
@@ -199,8 +186,9 @@ static int p2z_zcli_for_each_zone(struct p2z_dev *dev, const struct p2z_geom *g,
 	while (zidx < dev->info.nr_zones) {
 		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
 		if (n <= 0)
-			return fail(EXIT_FAILURE, "%s: report zones: %s",
-				    dev->path, strerror(n ? -n : EIO));
+			return p2z_cli_fail(PROG, EXIT_FAILURE,
+					    "%s: report zones: %s", dev->path,
+					    strerror(n ? -n : EIO));
 		for (i = 0; i < n; i++)
 			fn(dev, g, zidx + (uint64_t)i, &zi[i], arg);
 		zidx += (uint64_t)n;
@@ -353,7 +341,8 @@ static int p2z_zcli_report(const struct p2z_zcli *z)
 	int ret;
 
 	if (z->nr_args != 1)
-		return fail(EXIT_USAGE, "report needs exactly one DEVICE");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "report needs exactly one DEVICE");
 	ret = p2z_zcli_open(z, false, &dev, &g);
 	if (ret)
 		return ret;
@@ -372,8 +361,8 @@ static int p2z_zcli_report(const struct p2z_zcli *z)
 	}
 	p2z_dev_close(dev);
 	if (!ret && fflush(stdout))
-		ret = fail(EXIT_FAILURE, "writing the report: %s",
-			   strerror(errno));
+		ret = p2z_cli_fail(PROG, EXIT_FAILURE, "writing the report: %s",
+				   strerror(errno));
 	return ret;
 }
 
@@ -457,7 +446,8 @@ static int p2z_zcli_map(const struct p2z_zcli *z)
 	int ret;
 
 	if (z->nr_args != 1)
-		return fail(EXIT_USAGE, "map needs exactly one DEVICE");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "map needs exactly one DEVICE");
 	ret = p2z_zcli_open(z, false, &dev, &g);
 	if (ret)
 		return ret;
@@ -471,8 +461,8 @@ static int p2z_zcli_map(const struct p2z_zcli *z)
 	       "then the written part in tenths of the capacity: 0-9, * full\n");
 	p2z_dev_close(dev);
 	if (!ret && fflush(stdout))
-		ret = fail(EXIT_FAILURE, "writing the map: %s",
-			   strerror(errno));
+		ret = p2z_cli_fail(PROG, EXIT_FAILURE, "writing the map: %s",
+				   strerror(errno));
 	return ret;
 }
 
@@ -537,14 +527,14 @@ static int p2z_zcli_zones_of(const struct p2z_zcli *z, struct p2z_dev *dev,
 		return 0;
 	}
 	if (p2z_zcli_parse_range(z->args[1], first, last))
-		return fail(EXIT_USAGE,
-			    "'%s' is not a zone or a FIRST-LAST range",
-			    z->args[1]);
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "'%s' is not a zone or a FIRST-LAST range",
+				    z->args[1]);
 	if (*last >= in->nr_zones)
-		return fail(EXIT_FAILURE,
-			    "%s: zone %" PRIu64 " out of range (%" PRIu64
-			    " zones)",
-			    dev->path, *last, in->nr_zones);
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "%s: zone %" PRIu64
+				    " out of range (%" PRIu64 " zones)",
+				    dev->path, *last, in->nr_zones);
 	return 0;
 }
 
@@ -566,8 +556,9 @@ static int p2z_zcli_check_types(const struct p2z_zcli *z, struct p2z_dev *dev,
 	while (zidx <= *last) {
 		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
 		if (n <= 0)
-			return fail(EXIT_FAILURE, "%s: report zones: %s",
-				    dev->path, strerror(n ? -n : EIO));
+			return p2z_cli_fail(PROG, EXIT_FAILURE,
+					    "%s: report zones: %s", dev->path,
+					    strerror(n ? -n : EIO));
 		for (i = 0; i < n && zidx <= *last; i++, zidx++) {
 			if (zi[i].type != P2Z_ZONE_TYPE_CNV) {
 				if (!(*nr_seq)++)
@@ -576,14 +567,16 @@ static int p2z_zcli_check_types(const struct p2z_zcli *z, struct p2z_dev *dev,
 				continue;
 			}
 			if (!z->all)
-				return fail(EXIT_FAILURE,
-					    "%s: zone %" PRIu64
-					    " is conventional: nothing to %s",
-					    dev->path, zidx, z->cmd);
+				return p2z_cli_fail(
+					PROG, EXIT_FAILURE,
+					"%s: zone %" PRIu64
+					" is conventional: nothing to %s",
+					dev->path, zidx, z->cmd);
 		}
 	}
 	if (!*nr_seq)
-		return fail(EXIT_FAILURE, "%s: no sequential zones", dev->path);
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "%s: no sequential zones", dev->path);
 	*first = seq_first;
 	*last = seq_last;
 	return 0;
@@ -658,8 +651,9 @@ static int p2z_zcli_apply(const struct p2z_zcli *z, struct p2z_dev *dev,
 		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
 		if (n <= 0) {
 			p2z_zcli_progress_end(&pr);
-			return fail(EXIT_FAILURE, "%s: report zones: %s",
-				    dev->path, strerror(n ? -n : EIO));
+			return p2z_cli_fail(PROG, EXIT_FAILURE,
+					    "%s: report zones: %s", dev->path,
+					    strerror(n ? -n : EIO));
 		}
 		for (i = 0; i < n && zidx <= last; i++, zidx++) {
 			if (zi[i].type == P2Z_ZONE_TYPE_CNV)
@@ -673,8 +667,9 @@ static int p2z_zcli_apply(const struct p2z_zcli *z, struct p2z_dev *dev,
 	}
 	p2z_zcli_progress_end(&pr);
 	if (ret)
-		return fail(EXIT_FAILURE, "%s: zone %" PRIu64 ": %s: %s",
-			    dev->path, zidx, z->cmd, strerror(-ret));
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "%s: zone %" PRIu64 ": %s: %s", dev->path,
+				    zidx, z->cmd, strerror(-ret));
 	return 0;
 }
 
@@ -686,14 +681,16 @@ static int p2z_zcli_mgmt(const struct p2z_zcli *z, enum p2z_zone_op op)
 	int ret;
 
 	if (z->nr_args != (z->all ? 1 : 2))
-		return fail(EXIT_USAGE,
-			    "%s needs DEVICE and ZONE, FIRST-LAST or --all",
-			    z->cmd);
+		return p2z_cli_fail(
+			PROG, EXIT_USAGE,
+			"%s needs DEVICE and ZONE, FIRST-LAST or --all",
+			z->cmd);
 	/* Refuse before touching the device: nobody can say yes. */
 	if (!z->yes && !isatty(STDIN_FILENO))
-		return fail(EXIT_FAILURE,
-			    "%s: not a terminal to ask on: %s needs --yes",
-			    z->args[0], z->cmd);
+		return p2z_cli_fail(
+			PROG, EXIT_FAILURE,
+			"%s: not a terminal to ask on: %s needs --yes",
+			z->args[0], z->cmd);
 	ret = p2z_zcli_open(z, true, &dev, &g);
 	if (ret)
 		return ret;
@@ -703,7 +700,8 @@ static int p2z_zcli_mgmt(const struct p2z_zcli *z, enum p2z_zone_op op)
 	if (ret)
 		goto out_close;
 	if (!z->yes && !p2z_zcli_confirm(z->cmd, dev->path, first, last)) {
-		ret = fail(EXIT_FAILURE, "%s: nothing done", dev->path);
+		ret = p2z_cli_fail(PROG, EXIT_FAILURE, "%s: nothing done",
+				   dev->path);
 		goto out_close;
 	}
 	ret = p2z_zcli_apply(z, dev, op, first, last, nr_seq);
@@ -725,8 +723,8 @@ int main(int argc, char **argv)
 
 	opterr = 0;
 	if (!cmd)
-		return fail(EXIT_USAGE,
-			    "missing command (see " PROG " --help)");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "missing command (see " PROG " --help)");
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "help")) {
 		fputs(usage_text, stdout);
@@ -734,18 +732,20 @@ int main(int argc, char **argv)
 	}
 	if (strcmp(cmd, "report") && strcmp(cmd, "map") &&
 	    strcmp(cmd, "reset") && strcmp(cmd, "finish"))
-		return fail(EXIT_USAGE,
-			    "unknown command '%s' (see " PROG " --help)", cmd);
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "unknown command '%s' (see " PROG
+				    " --help)",
+				    cmd);
 	ret = p2z_zcli_parse(argc, argv, &z);
 	if (ret)
 		return ret > 1 ? ret : 0;
 	if (z.json && strcmp(cmd, "report"))
-		return fail(EXIT_USAGE, "--json is for report");
+		return p2z_cli_fail(PROG, EXIT_USAGE, "--json is for report");
 	if ((z.all || z.yes) && (!strcmp(cmd, "report") || !strcmp(cmd, "map")))
-		return fail(EXIT_USAGE,
-			    "--all and --yes are for reset and finish");
+		return p2z_cli_fail(PROG, EXIT_USAGE,
+				    "--all and --yes are for reset and finish");
 	if (!z.nr_args)
-		return fail(EXIT_USAGE, "%s needs a DEVICE", cmd);
+		return p2z_cli_fail(PROG, EXIT_USAGE, "%s needs a DEVICE", cmd);
 	if (!strcmp(cmd, "report"))
 		return p2z_zcli_report(&z);
 	if (!strcmp(cmd, "map"))
