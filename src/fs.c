@@ -40,6 +40,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "po2zfs/cond.h"
 #include "po2zfs/log.h"
 
 /* Names never change: let the kernel keep them. */
@@ -759,34 +760,26 @@ const struct fuse_lowlevel_ops p2z_fs_ops = {
 /* The locks and the condition variable of p2z_fs_alloc(). */
 static int p2z_fs_init_locks(struct p2z_fs *fs)
 {
-	pthread_condattr_t cattr;
 	int ret;
 
-	ret = pthread_mutex_init(&fs->attr_lock, NULL);
+	ret = -pthread_mutex_init(&fs->attr_lock, NULL);
 	if (ret)
-		return -ret;
-	ret = pthread_mutex_init(&fs->pool_lock, NULL);
+		return ret;
+	ret = -pthread_mutex_init(&fs->pool_lock, NULL);
 	if (ret)
 		goto out_destroy_attr_lock;
-	ret = pthread_mutex_init(&fs->closing_lock, NULL);
+	ret = -pthread_mutex_init(&fs->closing_lock, NULL);
 	if (ret)
 		goto out_destroy_pool_lock;
-	ret = pthread_condattr_init(&cattr);
-	if (ret)
-		goto out_destroy_closing_lock;
-	ret = pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-	if (!ret)
-		ret = pthread_cond_init(&fs->closing_cond, &cattr);
-	pthread_condattr_destroy(&cattr);
+	ret = p2z_cond_init_monotonic(&fs->closing_cond);
 	if (!ret)
 		return 0;
-out_destroy_closing_lock:
 	pthread_mutex_destroy(&fs->closing_lock);
 out_destroy_pool_lock:
 	pthread_mutex_destroy(&fs->pool_lock);
 out_destroy_attr_lock:
 	pthread_mutex_destroy(&fs->attr_lock);
-	return -ret;
+	return ret;
 }
 
 int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "po2zfs/cond.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/fs.h"
 #include "po2zfs/log.h"
@@ -458,24 +459,15 @@ static void p2z_remount_arm(struct p2z_remount *rm, bool armed)
 
 static int p2z_remount_init(struct p2z_remount *rm)
 {
-	pthread_condattr_t cattr;
 	int ret;
 
-	ret = pthread_mutex_init(&rm->lock, NULL);
+	ret = -pthread_mutex_init(&rm->lock, NULL);
 	if (ret)
-		return -ret;
-	ret = pthread_condattr_init(&cattr);
+		return ret;
+	ret = p2z_cond_init_monotonic(&rm->cond);
 	if (ret)
-		goto out_destroy_lock;
-	ret = pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
-	if (!ret)
-		ret = pthread_cond_init(&rm->cond, &cattr);
-	pthread_condattr_destroy(&cattr);
-	if (!ret)
-		return 0;
-out_destroy_lock:
-	pthread_mutex_destroy(&rm->lock);
-	return -ret;
+		pthread_mutex_destroy(&rm->lock);
+	return ret;
 }
 
 /*
