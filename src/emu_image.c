@@ -80,7 +80,7 @@ int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs)
 	return 0;
 }
 
-static uint32_t emu_crc32c(const void *buf, size_t len)
+uint32_t p2z_emu_crc32c(const void *buf, size_t len)
 {
 	const uint8_t *p = buf;
 	uint32_t crc = ~0U;
@@ -211,7 +211,7 @@ static void emu_hdr_encode(struct emu_hdr *h, const struct p2z_emu_geom *g)
 	h->zent_bytes = htole32(sizeof(struct p2z_emu_zent));
 	h->table_ofs = htole64(P2Z_EMU_HDR_BYTES);
 	h->data_ofs = htole64(g->data_ofs);
-	h->crc = htole32(emu_crc32c(h, offsetof(struct emu_hdr, crc)));
+	h->crc = htole32(p2z_emu_crc32c(h, offsetof(struct emu_hdr, crc)));
 }
 
 /* Header fields to params; -EUCLEAN if they overflow a byte count. */
@@ -272,7 +272,7 @@ static int emu_load_hdr(int fd, struct p2z_emu_geom *g, char *why, size_t len)
 		return p2z_emu_why(why, len, -EUCLEAN,
 				   "unsupported image version %u (expected %u)",
 				   le32toh(h.version), EMU_VERSION);
-	if (le32toh(h.crc) != emu_crc32c(&h, offsetof(struct emu_hdr, crc)))
+	if (le32toh(h.crc) != p2z_emu_crc32c(&h, offsetof(struct emu_hdr, crc)))
 		return p2z_emu_why(why, len, -EUCLEAN,
 				   "header checksum mismatch");
 	ret = emu_hdr_params(&h, &p, sub, sizeof(sub));

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * Internal interface between the two halves of the emu backend, for them
- * alone: emu_image.c knows the image format (create, validate, faults set
- * from another process) and dev_emu.c runs the device (zone state machine,
- * I/O, applying faults). The image layout is described in emu_image.c.
+ * alone (and their tests): emu_image.c knows the image format (create,
+ * validate, faults set from another process) and dev_emu.c runs the device
+ * (zone state machine, I/O, applying faults). The image layout is described
+ * in emu_image.c.
  */
 #ifndef PO2ZFS_EMU_PRIV_H
 #define PO2ZFS_EMU_PRIV_H
@@ -132,6 +133,18 @@ static inline struct p2z_emu_zent *p2z_emu_table(void *map)
  */
 int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+
+/**
+ * p2z_emu_crc32c() - CRC32C (Castagnoli), as the image header stores it
+ * @buf: data
+ * @len: bytes of @buf
+ *
+ * Bitwise, reflected polynomial 0x82f63b78, initial and final inversion:
+ * small and slow, for the 88-byte header only.
+ *
+ * Return: the checksum, in host order.
+ */
+uint32_t p2z_emu_crc32c(const void *buf, size_t len);
 
 /*
  * How an image is locked (flock(2), without waiting): every user of the

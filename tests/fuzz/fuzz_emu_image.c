@@ -17,6 +17,7 @@
 
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
+#include "emu_priv.h"
 
 #include "fuzz_common.h"
 
@@ -26,19 +27,6 @@
 #define FUZZ_MAX_FILE (64ULL << 30)
 
 static char fuzz_path[64];
-
-static uint32_t fuzz_crc32c(const uint8_t *p, size_t len)
-{
-	uint32_t crc = ~0U;
-	int k;
-
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = (crc >> 1) ^ (0x82f63b78U & -(crc & 1));
-	}
-	return ~crc;
-}
 
 static uint64_t fuzz_le64(const uint8_t *p)
 {
@@ -102,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	memcpy(hdr, data + 1,
 	       size - 1 < FUZZ_HDR_LEN ? size - 1 : FUZZ_HDR_LEN);
 	if (data[0] & 1) {
-		crc = fuzz_crc32c(hdr, FUZZ_CRC_OFS);
+		crc = p2z_emu_crc32c(hdr, FUZZ_CRC_OFS);
 		memcpy(hdr + FUZZ_CRC_OFS, &crc, 4); /* host is little endian */
 	}
 	fd = open(fuzz_path, O_WRONLY | O_TRUNC | O_CLOEXEC);
