@@ -522,14 +522,11 @@ static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 		ret = p2z_nvme_exec(nv, &c, NULL);
 		if (ret)
 			break;
+		/* At least one zone or -EIO: every round makes progress. */
 		ret = p2z_nvme_report_parse(&dev->info, nv->ng, zidx + done, n,
 					    rep, c.len, &zi[done]);
 		if (ret < 0)
 			break;
-		if (!ret) { /* no progress: never loop on it */
-			ret = -EIO;
-			break;
-		}
 		done += ret;
 		ret = 0;
 	}
