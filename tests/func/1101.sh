@@ -8,16 +8,9 @@
 # is installed on the host.
 . "$(dirname "$0")/common.sh"
 
+[ -z "$P2Z_TEST_DEV" ] || skip "runs on emulated images only"
 # Everything below runs again in a private mount namespace.
-if [ "${P2Z_1101_NS:-}" != 1 ]; then
-	[ -z "$P2Z_TEST_DEV" ] || skip "runs on emulated images only"
-	[ "$(id -u)" = 0 ] || skip "not root (mount namespaces and FUSE mounts)"
-	command -v unshare >/dev/null || skip "no unshare (util-linux)"
-	[ -c /dev/fuse ] || skip "no /dev/fuse"
-	unshare -m --propagation private true 2>/dev/null ||
-		skip "unshare -m does not work here"
-	P2Z_1101_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+p2z_private_ns "$@"
 
 p2z_init "install (DESTDIR), mount -t po2zfs, fstab po2zfs and fuse.po2zfs lines"
 need_prog cmake

@@ -6,15 +6,8 @@
 # python3 script) is put in place in a private mount namespace.
 . "$(dirname "$0")/common.sh"
 
-if [ "${P2Z_1102_NS:-}" != 1 ]; then
-	[ -z "$P2Z_TEST_DEV" ] || skip "injects faults: emulated images only"
-	[ "$(id -u)" = 0 ] || skip "not root (mount namespaces and FUSE mounts)"
-	command -v unshare >/dev/null || skip "no unshare (util-linux)"
-	[ -c /dev/fuse ] || skip "no /dev/fuse"
-	unshare -m --propagation private true 2>/dev/null ||
-		skip "unshare -m does not work here"
-	P2Z_1102_NS=1 exec unshare -m --propagation private bash "$0" "$@"
-fi
+[ -z "$P2Z_TEST_DEV" ] || skip "injects faults: emulated images only"
+p2z_private_ns "$@"
 
 p2z_init "syslog in the background: mount, errors= event, unmount"
 need_prog python3

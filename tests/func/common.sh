@@ -407,6 +407,22 @@ need_prog()
 	command -v "$1" >/dev/null || skip "$1 not installed"
 }
 
+# p2z_private_ns "$@": run the calling script again, from its start, in a
+# private mount namespace (unshare -m, propagation private), so that nothing
+# it mounts or binds reaches the host; skips unless root, with unshare and
+# /dev/fuse. Returns only in the new namespace. Call it before p2z_init:
+# the work directory and the cleanup belong to the second run.
+p2z_private_ns()
+{
+	[ "${P2Z_PRIVATE_NS:-}" = "$0" ] && return 0
+	[ "$(id -u)" = 0 ] || skip "not root (mount namespaces and FUSE mounts)"
+	command -v unshare >/dev/null || skip "no unshare (util-linux)"
+	[ -c /dev/fuse ] || skip "no /dev/fuse"
+	unshare -m --propagation private true 2>/dev/null ||
+		skip "unshare -m does not work here"
+	P2Z_PRIVATE_NS=$0 exec unshare -m --propagation private bash "$0" "$@"
+}
+
 # p2z_geoms [GEOM...]: the geometries a test loops over: GEOM... (default
 # $P2Z_GEOMS) on emulated images, or the one device ("dev") when
 # P2Z_TEST_DEV names a real one
