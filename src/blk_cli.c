@@ -1100,11 +1100,9 @@ static void p2z_blk_list_one(struct io_uring *ring, int fd, uint32_t dev_id)
 			backing[strcspn(backing, "\n")] = '\0';
 		fclose(f);
 	}
-	if (p2z_blk_pid_alive(info.ublksrv_pid))
-		printf("/dev/ublkb%" PRIu32 "\t%s\talive\t%d\n", dev_id,
-		       backing, info.ublksrv_pid);
-	else
-		printf("/dev/ublkb%" PRIu32 "\t%s\tdead\t-\n", dev_id, backing);
+	printf("/dev/ublkb%" PRIu32 "\t%s\t%s\t%d\n", dev_id, backing,
+	       p2z_blk_pid_alive(info.ublksrv_pid) ? "alive" : "dead",
+	       info.ublksrv_pid);
 }
 
 static int p2z_blk_cmd_list(void)
