@@ -81,7 +81,13 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 	memset(bz, 0, sizeof(*bz));
 	bz->start = po2_start << shift;
 	bz->len = p2z_blk_zone_sectors(g);
-	bz->capacity = zi->cap_lba << shift;
+	/*
+	 * The kernel wants a conventional zone's capacity to be its length
+	 * (blk_revalidate_disk_zones()): its gap reads as zeros and refuses
+	 * writes (EIO) like a sequential zone's, but is not reported.
+	 */
+	bz->capacity = zi->type == P2Z_ZONE_TYPE_CNV ? bz->len :
+						       zi->cap_lba << shift;
 	bz->type = zi->type;
 	bz->cond = zi->cond;
 	switch (zi->cond) {

@@ -91,7 +91,8 @@ uint64_t p2z_blk_read_len(const struct p2z_geom_piece *pc, uint64_t readable);
  * @g: geometry
  * @zi: the zone, from p2z_dev_report_zones()
  * @bz: result: start, len (po2 zone size), wp, capacity in sectors; a full
- *	zone's wp is the zone's end (start + len), as the nvme driver says
+ *	zone's wp is the zone's end (start + len), as the nvme driver says;
+ *	a conventional zone's capacity is its len, as the kernel requires
  *
  * Return: 0, or -ERANGE if @zi is not a zone of @g.
  */

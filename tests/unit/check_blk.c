@@ -139,6 +139,7 @@ START_TEST(test_report_cases)
 	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), 0);
 	ck_assert_uint_eq(bz.type, BLK_ZONE_TYPE_CONVENTIONAL);
 	ck_assert_uint_eq(bz.wp, 3 * 262144);
+	ck_assert_uint_eq(bz.capacity, 262144);
 
 	/* not a zone start, past the end, capacity beyond the zone */
 	zi.start_lba = 2 * 24576 + 1;
