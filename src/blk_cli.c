@@ -1085,7 +1085,7 @@ static bool p2z_blk_pid_alive(int pid)
 static void p2z_blk_list_one(struct io_uring *ring, int fd, uint32_t dev_id)
 {
 	struct ublksrv_ctrl_dev_info info;
-	char path[64], backing[PATH_MAX] = "-";
+	char path[64], backing[PATH_MAX] = "-", pid[16] = "-";
 	FILE *f;
 	int ret;
 
@@ -1100,9 +1100,11 @@ static void p2z_blk_list_one(struct io_uring *ring, int fd, uint32_t dev_id)
 			backing[strcspn(backing, "\n")] = '\0';
 		fclose(f);
 	}
-	printf("/dev/ublkb%" PRIu32 "\t%s\t%s\t%d\n", dev_id, backing,
-	       p2z_blk_pid_alive(info.ublksrv_pid) ? "alive" : "dead",
-	       info.ublksrv_pid);
+	/* The kernel forgets the pid (-1) once it saw the server die. */
+	if (info.ublksrv_pid > 0)
+		snprintf(pid, sizeof(pid), "%d", info.ublksrv_pid);
+	printf("/dev/ublkb%" PRIu32 "\t%s\t%s\t%s\n", dev_id, backing,
+	       p2z_blk_pid_alive(info.ublksrv_pid) ? "alive" : "dead", pid);
 }
 
 static int p2z_blk_cmd_list(void)
