@@ -106,6 +106,18 @@ uint64_t p2z_geom_po2_zone_start(const struct p2z_geom *g, uint64_t zidx)
 	return zidx << g->po2_shift;
 }
 
+int p2z_geom_native_to_po2(const struct p2z_geom *g, uint64_t lba,
+			   uint64_t *po2_lba)
+{
+	uint64_t zidx = lba / g->zone_lba;
+
+	if (zidx >= g->nr_zones)
+		return -ERANGE;
+	/* In range: init checked that the po2 view fits in 64 bits. */
+	*po2_lba = (zidx << g->po2_shift) + (lba - zidx * g->zone_lba);
+	return 0;
+}
+
 uint64_t p2z_geom_po2_bytes(const struct p2z_geom *g)
 {
 	return g->nr_zones << (g->po2_shift + g->lba_shift);

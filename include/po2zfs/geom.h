@@ -87,6 +87,17 @@ uint64_t p2z_geom_zone_start(const struct p2z_geom *g, uint64_t zidx);
 uint64_t p2z_geom_po2_zone_start(const struct p2z_geom *g, uint64_t zidx);
 
 /**
+ * p2z_geom_native_to_po2() - po2 view LBA of a native LBA
+ * @g: geometry
+ * @lba: native LBA
+ * @po2_lba: result: the zone's po2 start plus @lba's offset in its zone
+ *
+ * Return: 0, or -ERANGE if @lba is past the last zone.
+ */
+int p2z_geom_native_to_po2(const struct p2z_geom *g, uint64_t lba,
+			   uint64_t *po2_lba);
+
+/**
  * p2z_geom_po2_bytes() - size of the po2 view in bytes
  * @g: geometry
  *

@@ -39,24 +39,13 @@ typedef unsigned __int128 u128;
 
 /*
  * Native <-> po2 address maps that no caller in src/ needs (the po2 view
- * goes through p2z_geom_po2_piece()): kept here, checked against the
- * reference below, as a second oracle for the geometry's arithmetic.
+ * goes through p2z_geom_po2_piece(); p2z_geom_native_to_po2() is geom.c's,
+ * for po2zfs-blk's zone append): kept here, checked against the reference
+ * below, as a second oracle for the geometry's arithmetic.
  */
 static uint64_t p2z_geom_zone_of(const struct p2z_geom *g, uint64_t lba)
 {
 	return lba / g->zone_lba;
-}
-
-static int p2z_geom_native_to_po2(const struct p2z_geom *g, uint64_t lba,
-				  uint64_t *po2_lba)
-{
-	uint64_t zidx = lba / g->zone_lba;
-
-	if (zidx >= g->nr_zones)
-		return -ERANGE;
-	/* In range: init checked that the po2 view fits in 64 bits. */
-	*po2_lba = (zidx << g->po2_shift) + (lba - zidx * g->zone_lba);
-	return 0;
 }
 
 static int p2z_geom_po2_to_native(const struct p2z_geom *g, uint64_t po2_lba,

@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The ublk server's pure decisions: requests of the po2 block device to
+ * zones and native ranges, zone report entries, errnos. See
+ * include/po2zfs/blk.h.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "po2zfs/blk.h"
+
+uint64_t p2z_blk_zone_sectors(const struct p2z_geom *g)
+{
+	/* lba_shift >= 9; the po2 view fits in 63 bits (p2z_geom_init()) */
+	return g->po2_zone_lba << (g->lba_shift - P2Z_BLK_SECTOR_SHIFT);
+}
+
+int p2z_blk_zone_of(const struct p2z_geom *g, uint64_t sector, bool start,
+		    uint64_t *zidx)
+{
+	uint64_t zone_sectors = p2z_blk_zone_sectors(g);
+
+	if (sector >= p2z_geom_po2_bytes(g) >> P2Z_BLK_SECTOR_SHIFT)
+		return -ERANGE;
+	if (start && (sector & (zone_sectors - 1)))
+		return -EINVAL;
+	*zidx = sector >> (g->po2_shift + g->lba_shift - P2Z_BLK_SECTOR_SHIFT);
+	return 0;
+}
+
+int p2z_blk_write_target(const struct p2z_geom *g, uint64_t sector,
+			 uint32_t nr_sectors, uint64_t cap_lba,
+			 struct p2z_blk_target *t)
+{
+	uint64_t ofs, len = (uint64_t)nr_sectors << P2Z_BLK_SECTOR_SHIFT;
+	struct p2z_geom_piece pc;
+	int ret;
+
+	if (!nr_sectors)
+		return -EINVAL;
+	if (sector >= p2z_geom_po2_bytes(g) >> P2Z_BLK_SECTOR_SHIFT)
+		return -ERANGE;
+	ofs = sector << P2Z_BLK_SECTOR_SHIFT;
+	if ((ofs | len) & (g->lba_bytes - 1))
+		return -EINVAL;
+	ret = p2z_geom_po2_piece(g, ofs, len, cap_lba, &pc);
+	if (ret)
+		return ret;
+	/* A gap, or data cut short by the capacity, the zone or the view. */
+	if (pc.gap || pc.len != len)
+		return -EIO;
+	t->zidx = pc.zidx;
+	t->zone_ofs = pc.zone_ofs;
+	t->len = len;
+	return 0;
+}
+
+uint64_t p2z_blk_read_len(const struct p2z_geom_piece *pc, uint64_t readable)
+{
+	if (pc->gap || pc->zone_ofs >= readable)
+		return 0;
+	return readable - pc->zone_ofs < pc->len ? readable - pc->zone_ofs :
+						   pc->len;
+}
+
+int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
+		   struct blk_zone *bz)
+{
+	unsigned int shift = g->lba_shift - P2Z_BLK_SECTOR_SHIFT;
+	uint64_t po2_start, zidx, wp_ofs;
+
+	if (zi->cap_lba > g->zone_lba ||
+	    p2z_geom_native_to_po2(g, zi->start_lba, &po2_start))
+		return -ERANGE;
+	zidx = po2_start >> g->po2_shift;
+	if (p2z_geom_zone_start(g, zidx) != zi->start_lba)
+		return -ERANGE;
+
+	memset(bz, 0, sizeof(*bz));
+	bz->start = po2_start << shift;
+	bz->len = p2z_blk_zone_sectors(g);
+	/*
+	 * The kernel wants a conventional zone's capacity to be its length
+	 * (blk_revalidate_disk_zones()): its gap reads as zeros and refuses
+	 * writes (EIO) like a sequential zone's, but is not reported.
+	 */
+	bz->capacity = zi->type == P2Z_ZONE_TYPE_CNV ? bz->len :
+						       zi->cap_lba << shift;
+	bz->type = zi->type;
+	bz->cond = zi->cond;
+	switch (zi->cond) {
+	case P2Z_ZONE_COND_FULL:
+	case P2Z_ZONE_COND_NOT_WP:
+		bz->wp = bz->start + bz->len;
+		break;
+	default:
+		wp_ofs = zi->wp_lba > zi->start_lba ?
+				 zi->wp_lba - zi->start_lba :
+				 0;
+		if (wp_ofs > zi->cap_lba)
+			wp_ofs = zi->cap_lba;
+		bz->wp = bz->start + (wp_ofs << shift);
+		break;
+	}
+	return 0;
+}
+
+int p2z_blk_errno(int err)
+{
+	switch (err) {
+	case -ETOOMANYREFS:
+	case -EOVERFLOW:
+		return err;
+	default:
+		return -EIO;
+	}
+}

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * The ublk UAPI that po2zfs-blk needs beyond Debian 12's linux-libc-dev
+ * (Linux 6.1 headers): the additions of Linux 6.5 to 6.6 (USER_COPY, zoned
+ * ublk, ioctl-encoded commands), written from the kernel's
+ * include/uapi/linux/ublk_cmd.h as of Linux 6.12 (same values, ABI).
+ * Each #define is guarded, so a newer <linux/ublk_cmd.h> wins; the two
+ * structures whose 6.1 layout lacks a member get a p2z_ twin of the 6.12
+ * layout instead (same size and offsets as the kernel's).
+ *
+ * Only src/blk_cli.c includes this header.
+ */
+#ifndef P2Z_UBLK_UAPI_H
+#define P2Z_UBLK_UAPI_H
+
+#include <linux/types.h>
+#include <linux/ublk_cmd.h>
+#include <sys/ioctl.h>
+
+/* Feature flags (6.5: USER_COPY, CMD_IOCTL_ENCODE; 6.6: ZONED). */
+#ifndef UBLK_F_CMD_IOCTL_ENCODE
+#define UBLK_F_CMD_IOCTL_ENCODE (1UL << 6)
+#endif
+#ifndef UBLK_F_USER_COPY
+#define UBLK_F_USER_COPY (1UL << 7)
+#endif
+#ifndef UBLK_F_ZONED
+#define UBLK_F_ZONED (1ULL << 8)
+#endif
+
+/* Ioctl-encoded control and I/O commands (6.5). */
+#ifndef UBLK_U_CMD_ADD_DEV
+#define UBLK_U_CMD_GET_DEV_INFO \
+	_IOR('u', UBLK_CMD_GET_DEV_INFO, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_ADD_DEV _IOWR('u', UBLK_CMD_ADD_DEV, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_DEL_DEV _IOWR('u', UBLK_CMD_DEL_DEV, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_START_DEV \
+	_IOWR('u', UBLK_CMD_START_DEV, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_STOP_DEV \
+	_IOWR('u', UBLK_CMD_STOP_DEV, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_SET_PARAMS \
+	_IOWR('u', UBLK_CMD_SET_PARAMS, struct ublksrv_ctrl_cmd)
+#endif
+#ifndef UBLK_U_IO_FETCH_REQ
+#define UBLK_U_IO_FETCH_REQ _IOWR('u', UBLK_IO_FETCH_REQ, struct ublksrv_io_cmd)
+#define UBLK_U_IO_COMMIT_AND_FETCH_REQ \
+	_IOWR('u', UBLK_IO_COMMIT_AND_FETCH_REQ, struct ublksrv_io_cmd)
+#endif
+
+/*
+ * USER_COPY (6.5): the request's data is read and written with
+ * pread()/pwrite() on /dev/ublkcN at UBLKSRV_IO_BUF_OFFSET plus the queue
+ * and tag shifted to these offsets.
+ */
+#ifndef UBLK_TAG_OFF
+#define UBLK_IO_BUF_BITS 25
+#define UBLK_TAG_OFF UBLK_IO_BUF_BITS
+#define UBLK_TAG_BITS 16
+#define UBLK_QID_OFF (UBLK_TAG_OFF + UBLK_TAG_BITS)
+#endif
+
+/* Zoned operations (6.6). */
+#ifndef UBLK_IO_OP_ZONE_OPEN
+#define UBLK_IO_OP_ZONE_OPEN 10
+#define UBLK_IO_OP_ZONE_CLOSE 11
+#define UBLK_IO_OP_ZONE_FINISH 12
+#define UBLK_IO_OP_ZONE_APPEND 13
+#define UBLK_IO_OP_ZONE_RESET_ALL 14
+#define UBLK_IO_OP_ZONE_RESET 15
+/*
+ * start_sector: first sector of the first zone; nr_sectors holds the number
+ * of zones wanted. The server writes struct blk_zone entries into the
+ * request's buffer; a zero-length entry ends a shorter report.
+ */
+#define UBLK_IO_OP_REPORT_ZONES 18
+#endif
+
+#ifndef UBLK_PARAM_TYPE_ZONED
+#define UBLK_PARAM_TYPE_DEVT (1 << 2)
+#define UBLK_PARAM_TYPE_ZONED (1 << 3)
+#endif
+
+/* 6.6's struct ublksrv_io_cmd: addr doubles as zone_append_lba. */
+struct p2z_ublksrv_io_cmd {
+	__u16 q_id;
+	__u16 tag;
+	__s32 result;
+	union {
+		__u64 addr;
+		/* COMMIT of a ZONE_APPEND: where it landed, in sectors */
+		__u64 zone_append_lba;
+	};
+};
+
+struct p2z_ublk_param_devt {
+	__u32 char_major;
+	__u32 char_minor;
+	__u32 disk_major;
+	__u32 disk_minor;
+};
+
+struct p2z_ublk_param_zoned {
+	__u32 max_open_zones;
+	__u32 max_active_zones;
+	__u32 max_zone_append_sectors;
+	__u8 reserved[20];
+};
+
+/* 6.6's struct ublk_params, with the devt (6.2) and zoned (6.6) members. */
+struct p2z_ublk_params {
+	__u32 len;
+	__u32 types;
+	struct ublk_param_basic basic;
+	struct ublk_param_discard discard;
+	struct p2z_ublk_param_devt devt;
+	struct p2z_ublk_param_zoned zoned;
+};
+
+#endif /* P2Z_UBLK_UAPI_H */

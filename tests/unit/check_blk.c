@@ -1,0 +1,195 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The ublk server's pure decisions (blk.c) on npo2 geometries: zone of a
+ * sector, write targets and their refusals in the gap, read lengths
+ * against the write pointer, zone report entries, errnos.
+ */
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "p2z_check.h"
+#include "po2zfs/blk.h"
+
+/* The guest's namespace: 96 MiB zones of 4 KiB LBAs, po2 128 MiB. */
+static void geom_96m(struct p2z_geom *g)
+{
+	ck_assert_int_eq(p2z_geom_init(g, 4096, 24576, 16), 0);
+}
+
+START_TEST(test_zone_sectors_npo2)
+{
+	struct p2z_geom g;
+
+	geom_96m(&g);
+	ck_assert_uint_eq(p2z_blk_zone_sectors(&g), 262144);
+	ck_assert_int_eq(p2z_geom_init(&g, 512, 3, 5), 0);
+	ck_assert_uint_eq(p2z_blk_zone_sectors(&g), 4);
+}
+END_TEST
+
+START_TEST(test_zone_of_cases)
+{
+	struct p2z_geom g;
+	uint64_t z = 99;
+
+	geom_96m(&g);
+	ck_assert_int_eq(p2z_blk_zone_of(&g, 0, true, &z), 0);
+	ck_assert_uint_eq(z, 0);
+	ck_assert_int_eq(p2z_blk_zone_of(&g, 262144 * 3, true, &z), 0);
+	ck_assert_uint_eq(z, 3);
+	ck_assert_int_eq(p2z_blk_zone_of(&g, 262144 * 3 + 8, true, &z),
+			 -EINVAL);
+	ck_assert_int_eq(p2z_blk_zone_of(&g, 262144 * 3 + 8, false, &z), 0);
+	ck_assert_uint_eq(z, 3);
+	/* in the gap of zone 15: still zone 15 */
+	ck_assert_int_eq(p2z_blk_zone_of(&g, 262144 * 16 - 1, false, &z), 0);
+	ck_assert_uint_eq(z, 15);
+	ck_assert_int_eq(p2z_blk_zone_of(&g, 262144 * 16, false, &z), -ERANGE);
+	ck_assert_int_eq(p2z_blk_zone_of(&g, UINT64_MAX, false, &z), -ERANGE);
+}
+END_TEST
+
+/* capacity 80 MiB = 20480 LBAs = 163840 sectors */
+START_TEST(test_write_target_cases)
+{
+	struct p2z_blk_target t;
+	struct p2z_geom g;
+	uint64_t zs = 262144;
+
+	geom_96m(&g);
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs, 8, 20480, &t), 0);
+	ck_assert_uint_eq(t.zidx, 1);
+	ck_assert_uint_eq(t.zone_ofs, 0);
+	ck_assert_uint_eq(t.len, 4096);
+	/* the last 4 KiB before the capacity */
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs + 163832, 8, 20480, &t),
+			 0);
+	ck_assert_uint_eq(t.zone_ofs, 163832ULL * 512);
+	/* crossing the capacity, inside the gap, at the gap's end */
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs + 163832, 16, 20480, &t),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs + 163840, 8, 20480, &t),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 2 * zs - 8, 8, 20480, &t),
+			 -EIO);
+	/* a full-size zone: crossing into the next zone is refused too */
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs - 8, 16, 24576, &t), -EIO);
+	/* misaligned for 4 KiB LBAs, empty, past the end */
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs + 1, 8, 20480, &t),
+			 -EINVAL);
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs, 1, 20480, &t), -EINVAL);
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs, 0, 20480, &t), -EINVAL);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 16 * zs, 8, 20480, &t),
+			 -ERANGE);
+	/* a capacity larger than the zone is not a zone */
+	ck_assert_int_eq(p2z_blk_write_target(&g, zs, 8, 24577, &t), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_read_len_cases)
+{
+	struct p2z_geom_piece pc = { .zidx = 1, .zone_ofs = 8192, .len = 8192 };
+
+	ck_assert_uint_eq(p2z_blk_read_len(&pc, 0), 0);
+	ck_assert_uint_eq(p2z_blk_read_len(&pc, 8192), 0);
+	ck_assert_uint_eq(p2z_blk_read_len(&pc, 12288), 4096);
+	ck_assert_uint_eq(p2z_blk_read_len(&pc, 16384), 8192);
+	ck_assert_uint_eq(p2z_blk_read_len(&pc, 1 << 20), 8192);
+	pc.gap = true;
+	ck_assert_uint_eq(p2z_blk_read_len(&pc, 1 << 20), 0);
+}
+END_TEST
+
+START_TEST(test_report_cases)
+{
+	struct p2z_zone_info zi = {
+		.start_lba = 2 * 24576,
+		.cap_lba = 20480,
+		.wp_lba = 2 * 24576 + 10,
+		.type = P2Z_ZONE_TYPE_SEQ,
+		.cond = P2Z_ZONE_COND_IMP_OPEN,
+	};
+	struct p2z_geom g;
+	struct blk_zone bz;
+
+	geom_96m(&g);
+	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), 0);
+	ck_assert_uint_eq(bz.start, 2 * 262144);
+	ck_assert_uint_eq(bz.len, 262144);
+	ck_assert_uint_eq(bz.capacity, 163840);
+	ck_assert_uint_eq(bz.wp, 2 * 262144 + 80);
+	ck_assert_uint_eq(bz.type, BLK_ZONE_TYPE_SEQWRITE_REQ);
+	ck_assert_uint_eq(bz.cond, BLK_ZONE_COND_IMP_OPEN);
+
+	zi.cond = P2Z_ZONE_COND_FULL;
+	zi.wp_lba = zi.start_lba + zi.cap_lba;
+	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), 0);
+	ck_assert_uint_eq(bz.wp, 3 * 262144);
+	ck_assert_uint_eq(bz.cond, BLK_ZONE_COND_FULL);
+
+	zi.cond = P2Z_ZONE_COND_EMPTY;
+	zi.wp_lba = zi.start_lba;
+	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), 0);
+	ck_assert_uint_eq(bz.wp, bz.start);
+
+	zi.type = P2Z_ZONE_TYPE_CNV;
+	zi.cond = P2Z_ZONE_COND_NOT_WP;
+	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), 0);
+	ck_assert_uint_eq(bz.type, BLK_ZONE_TYPE_CONVENTIONAL);
+	ck_assert_uint_eq(bz.wp, 3 * 262144);
+	ck_assert_uint_eq(bz.capacity, 262144);
+
+	/* not a zone start, past the end, capacity beyond the zone */
+	zi.start_lba = 2 * 24576 + 1;
+	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), -ERANGE);
+	zi.start_lba = 16 * 24576;
+	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), -ERANGE);
+	zi.start_lba = 0;
+	zi.cap_lba = 24577;
+	ck_assert_int_eq(p2z_blk_report(&g, &zi, &bz), -ERANGE);
+}
+END_TEST
+
+START_TEST(test_errno_cases)
+{
+	ck_assert_int_eq(p2z_blk_errno(-ETOOMANYREFS), -ETOOMANYREFS);
+	ck_assert_int_eq(p2z_blk_errno(-EOVERFLOW), -EOVERFLOW);
+	ck_assert_int_eq(p2z_blk_errno(-EILSEQ), -EIO);
+	ck_assert_int_eq(p2z_blk_errno(-ENOSPC), -EIO);
+	ck_assert_int_eq(p2z_blk_errno(-EROFS), -EIO);
+	ck_assert_int_eq(p2z_blk_errno(-EINVAL), -EIO);
+}
+END_TEST
+
+static Suite *blk_suite(void)
+{
+	Suite *s = suite_create("blk");
+	TCase *tc;
+
+	tc = tcase_create("zone_sectors");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_zone_sectors_npo2);
+	tc = tcase_create("zone_of");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_zone_of_cases);
+	tc = tcase_create("write_target");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_write_target_cases);
+	tc = tcase_create("read_len");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_read_len_cases);
+	tc = tcase_create("report");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_report_cases);
+	tc = tcase_create("errno");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_errno_cases);
+	return s;
+}
+
+int main(void)
+{
+	return p2z_check_run(blk_suite());
+}
