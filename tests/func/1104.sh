@@ -49,6 +49,7 @@ info "Depends: $depends"
 # Contents: exact file list (directories left out)
 want="./sbin/mount.po2zfs -> ../../usr/sbin/po2zfs
 ./usr/sbin/po2zfs
+./usr/sbin/po2zfs-blk
 ./usr/sbin/po2zfs-emu
 ./usr/sbin/po2zfs-zone
 ./usr/share/bash-completion/completions/mount.po2zfs
@@ -60,6 +61,7 @@ want="./sbin/mount.po2zfs -> ../../usr/sbin/po2zfs
 ./usr/share/lintian/overrides/po2zfs
 ./usr/share/man/man7/po2zfs.7.gz
 ./usr/share/man/man8/mount.po2zfs.8.gz
+./usr/share/man/man8/po2zfs-blk.8.gz
 ./usr/share/man/man8/po2zfs-emu.8.gz
 ./usr/share/man/man8/po2zfs-zone.8.gz"
 got=$(dpkg-deb -c "$deb" | awk '$1 !~ /^d/ { $1 = $2 = $3 = $4 = $5 = ""; sub(/^ +/, ""); print }' | sort)
@@ -84,13 +86,14 @@ out=$(dpkg --root="$root" --force-depends --force-not-root -i "$deb" 2>&1) ||
 	fail "dpkg --root -i: $out"
 assert_eq "ii" "$(dpkg --root="$root" -s po2zfs 2>/dev/null |
 	sed -n 's/^Status: install ok installed$/ii/p')" "dpkg --root status"
-for f in usr/sbin/po2zfs usr/sbin/po2zfs-emu usr/sbin/po2zfs-zone; do
+for f in usr/sbin/po2zfs usr/sbin/po2zfs-blk usr/sbin/po2zfs-emu \
+	usr/sbin/po2zfs-zone; do
 	[ -x "$root/$f" ] || fail "$f not installed by dpkg --root"
 done
 assert_eq ../../usr/sbin/po2zfs "$(readlink "$root/sbin/mount.po2zfs")" \
 	"mount helper link installed by dpkg --root"
-for m in man7/po2zfs.7 man8/mount.po2zfs.8 man8/po2zfs-emu.8 \
-	man8/po2zfs-zone.8; do
+for m in man7/po2zfs.7 man8/mount.po2zfs.8 man8/po2zfs-blk.8 \
+	man8/po2zfs-emu.8 man8/po2zfs-zone.8; do
 	gzip -t "$root/usr/share/man/$m.gz" || fail "man page $m.gz not installed"
 done
 gzip -t "$root/usr/share/doc/po2zfs/changelog.gz" || fail "no changelog.gz"
