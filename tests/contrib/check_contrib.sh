@@ -52,12 +52,17 @@ complete_words()
 		f=$(complete -p "${COMP_WORDS[0]}" | sed "s/.*-F \([^ ]*\).*/\1/")
 		"$f" 2>/dev/null; echo "${COMPREPLY[*]}"' _ "$comp" "$@"
 }
-for c in po2zfs mount.po2zfs po2zfs-emu po2zfs-zone; do
+for c in po2zfs mount.po2zfs po2zfs-blk po2zfs-emu po2zfs-zone; do
 	bash -c '. "$1"; complete -p "$2"' _ "$comp" "$c" >/dev/null ||
 		fail "no completion registered for $c"
 done
 assert_eq "report reset" "$(complete_words po2zfs-zone re)" \
 	"po2zfs-zone commands"
+assert_eq "add" "$(complete_words po2zfs-blk a)" "po2zfs-blk commands"
+assert_eq "-f --backend" "$(complete_words po2zfs-blk add -)" \
+	"po2zfs-blk add options"
+assert_eq "nvme zbd emu" "$(complete_words po2zfs-blk add --backend '')" \
+	"po2zfs-blk --backend values"
 assert_eq "--all --yes --backend --help" \
 	"$(complete_words po2zfs-zone reset --)" "po2zfs-zone reset options"
 assert_eq "--json" "$(complete_words po2zfs-zone report --j)" \

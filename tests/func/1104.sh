@@ -54,6 +54,7 @@ want="./sbin/mount.po2zfs -> ../../usr/sbin/po2zfs
 ./usr/sbin/po2zfs-zone
 ./usr/share/bash-completion/completions/mount.po2zfs
 ./usr/share/bash-completion/completions/po2zfs
+./usr/share/bash-completion/completions/po2zfs-blk
 ./usr/share/bash-completion/completions/po2zfs-emu
 ./usr/share/bash-completion/completions/po2zfs-zone
 ./usr/share/doc/po2zfs/changelog.gz
