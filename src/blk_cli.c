@@ -280,6 +280,22 @@ static void p2z_blk_set_wp(struct p2z_blk_zone *z, uint64_t wp_ofs)
 	__atomic_store_n(&z->wp_ofs, wp_ofs, __ATOMIC_RELEASE);
 }
 
+/*
+ * After a completed append: appends to one zone run concurrently on
+ * several queues and finish in any order, so the write pointer only moves
+ * forward (one that finished later but landed earlier must not pull it
+ * back over data another append already acknowledged).
+ */
+static void p2z_blk_advance_wp(struct p2z_blk_zone *z, uint64_t wp_ofs)
+{
+	uint64_t cur = __atomic_load_n(&z->wp_ofs, __ATOMIC_RELAXED);
+
+	while (cur < wp_ofs &&
+	       !__atomic_compare_exchange_n(&z->wp_ofs, &cur, wp_ofs, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
 static void p2z_blk_zone_load(struct p2z_blk_zone *z,
 			      const struct p2z_zone_info *zi)
 {
@@ -407,7 +423,7 @@ static int p2z_blk_append(struct p2z_blk *blk,
 			  uint64_t buf_ofs, uint64_t *sector)
 {
 	uint64_t len = (uint64_t)iod->nr_sectors << P2Z_BLK_SECTOR_SHIFT;
-	uint64_t zidx, lba, po2_lba;
+	uint64_t zidx, lba, wp_ofs;
 	ssize_t ret;
 
 	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &zidx) || !len ||
@@ -418,14 +434,12 @@ static int p2z_blk_append(struct p2z_blk *blk,
 		return ret < 0 ? -errno : -EIO;
 	ret = p2z_dev_append(blk->dev, zidx, buf, len, &lba);
 	if (ret != (ssize_t)len ||
-	    p2z_geom_native_to_po2(&blk->g, lba, &po2_lba)) {
+	    p2z_blk_append_done(&blk->g, zidx, blk->zones[zidx].cap_lba, lba,
+				len >> blk->g.lba_shift, sector, &wp_ofs)) {
 		p2z_blk_zone_refresh(blk, zidx);
 		return p2z_blk_errno(ret < 0 ? (int)ret : -EIO);
 	}
-	p2z_blk_set_wp(&blk->zones[zidx],
-		       lba - p2z_geom_zone_start(&blk->g, zidx) +
-			       (len >> blk->g.lba_shift));
-	*sector = po2_lba << (blk->g.lba_shift - P2Z_BLK_SECTOR_SHIFT);
+	p2z_blk_advance_wp(&blk->zones[zidx], wp_ofs);
 	return (int)len;
 }
 

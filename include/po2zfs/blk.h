@@ -74,6 +74,25 @@ int p2z_blk_write_target(const struct p2z_geom *g, uint64_t sector,
 			 struct p2z_blk_target *t);
 
 /**
+ * p2z_blk_append_done() - check where a zone append landed
+ * @g: geometry
+ * @zidx: the zone appended to
+ * @cap_lba: its capacity
+ * @lba: first native LBA written, as the device says
+ * @nr_lba: LBAs written
+ * @sector: result: @lba as a sector of the po2 view (the request's
+ *	    zone_append_lba)
+ * @wp_ofs: result: the zone's write pointer after the append, in LBAs from
+ *	    the zone start
+ *
+ * Return: 0, or -EIO if [@lba, @lba + @nr_lba) is not inside the capacity
+ * of zone @zidx (a device answer that cannot be trusted).
+ */
+int p2z_blk_append_done(const struct p2z_geom *g, uint64_t zidx,
+			uint64_t cap_lba, uint64_t lba, uint64_t nr_lba,
+			uint64_t *sector, uint64_t *wp_ofs);
+
+/**
  * p2z_blk_read_len() - bytes of a data piece the device holds
  * @pc: a piece of a read (p2z_geom_po2_piece()), not a gap
  * @readable: bytes of the zone that can be read from the device: the

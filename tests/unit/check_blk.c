@@ -152,6 +152,54 @@ START_TEST(test_report_cases)
 }
 END_TEST
 
+/* zone 5 of the 96 MiB geometry starts at native LBA 122880, po2 163840 */
+START_TEST(test_append_done_npo2)
+{
+	uint64_t sector = 0, wp = 0;
+	struct p2z_geom g;
+
+	geom_96m(&g);
+	/* the zone's first LBA: its po2 start, never shifted by the native size */
+	ck_assert_int_eq(
+		p2z_blk_append_done(&g, 5, 20480, 122880, 2, &sector, &wp), 0);
+	ck_assert_uint_eq(sector, 163840ULL * 8);
+	ck_assert_uint_eq(wp, 2);
+	/* mid-zone: offset kept, in 512-byte sectors */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 100, 4,
+					     &sector, &wp),
+			 0);
+	ck_assert_uint_eq(sector, (163840ULL + 100) * 8);
+	ck_assert_uint_eq(wp, 104);
+	/* ends exactly at the capacity */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 20476, 4,
+					     &sector, &wp),
+			 0);
+	ck_assert_uint_eq(wp, 20480);
+	/* crosses the capacity, lands in another zone, before the zone */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 20477, 4,
+					     &sector, &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 24576, 1,
+					     &sector, &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122879, 1, &sector,
+					     &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 16, 20480, 16 * 24576, 1,
+					     &sector, &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880, 0, &sector,
+					     &wp),
+			 -EIO);
+	/* last zone of the view */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 15, 24576, 15 * 24576 + 24575,
+					     1, &sector, &wp),
+			 0);
+	ck_assert_uint_eq(sector, (15ULL * 32768 + 24575) * 8);
+	ck_assert_uint_eq(wp, 24576);
+}
+END_TEST
+
 START_TEST(test_errno_cases)
 {
 	ck_assert_int_eq(p2z_blk_errno(-ETOOMANYREFS), -ETOOMANYREFS);
@@ -183,6 +231,9 @@ static Suite *blk_suite(void)
 	tc = tcase_create("report");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_report_cases);
+	tc = tcase_create("append_done");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_append_done_npo2);
 	tc = tcase_create("errno");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_errno_cases);
