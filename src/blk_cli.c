@@ -449,14 +449,19 @@ static int p2z_blk_zone_op(struct p2z_blk *blk, uint64_t zidx,
 	struct p2z_blk_zone *z = &blk->zones[zidx];
 	int ret;
 
+	/*
+	 * The cached write pointer never runs ahead of the device's: reads
+	 * stop at it before the reset starts (a read racing the reset gets
+	 * zeros), and after a finish only once the device is done.
+	 */
+	if (op == P2Z_ZONE_OP_RESET && z->type != P2Z_ZONE_TYPE_CNV)
+		p2z_blk_set_wp(z, 0);
 	ret = p2z_dev_zone_mgmt(blk->dev, zidx, op);
 	if (ret) {
 		p2z_blk_zone_refresh(blk, zidx);
 		return p2z_blk_errno(ret);
 	}
-	if (op == P2Z_ZONE_OP_RESET)
-		p2z_blk_set_wp(z, 0);
-	else if (op == P2Z_ZONE_OP_FINISH)
+	if (op == P2Z_ZONE_OP_FINISH)
 		p2z_blk_set_wp(z, z->cap_lba);
 	return 0;
 }
