@@ -495,9 +495,9 @@ static int p2z_blk_reset_all(struct p2z_blk *blk)
 }
 
 /*
- * Fill the request's buffer with struct blk_zone entries from the zone at
- * start_sector on; the kernel zeroed the buffer, so a shorter report ends
- * at the first zero-length entry by itself.
+ * Fill the request's buffer with struct blk_zone entries from the zone
+ * holding start_sector on; the kernel zeroed the buffer, so a shorter
+ * report ends at the first zero-length entry by itself.
  */
 static int p2z_blk_report_zones(struct p2z_blk *blk,
 				const struct ublksrv_io_desc *iod, char *buf,
@@ -509,7 +509,12 @@ static int p2z_blk_report_zones(struct p2z_blk *blk,
 	unsigned int done = 0;
 	int n, i, ret;
 
-	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &zidx))
+	/*
+	 * Any sector of the first zone: ublk passes BLKREPORTZONE's start
+	 * sector through unaligned (and adds the zone size for each further
+	 * request), as the block layer allows.
+	 */
+	if (p2z_blk_zone_of(&blk->g, iod->start_sector, false, &zidx))
 		return -EIO;
 	max = blk->buf_bytes / sizeof(*bz);
 	if (want > max)
