@@ -125,6 +125,11 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 	return 0;
 }
 
+uint32_t p2z_blk_zone_limit(uint32_t limit, uint64_t nr_zones)
+{
+	return limit > nr_zones ? 0 : limit;
+}
+
 int p2z_blk_errno(int err)
 {
 	switch (err) {

@@ -809,8 +809,10 @@ static void p2z_blk_params(const struct p2z_blk *blk, struct p2z_ublk_params *p)
 	p->basic.chunk_sectors = (__u32)p2z_blk_zone_sectors(&blk->g);
 	p->basic.dev_sectors = p2z_geom_po2_bytes(&blk->g) >>
 			       P2Z_BLK_SECTOR_SHIFT;
-	p->zoned.max_open_zones = info->max_open;
-	p->zoned.max_active_zones = info->max_active;
+	p->zoned.max_open_zones =
+		p2z_blk_zone_limit(info->max_open, blk->g.nr_zones);
+	p->zoned.max_active_zones =
+		p2z_blk_zone_limit(info->max_active, blk->g.nr_zones);
 	p->zoned.max_zone_append_sectors = blk->buf_bytes >>
 					   P2Z_BLK_SECTOR_SHIFT;
 }

@@ -119,6 +119,19 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 		   struct blk_zone *bz);
 
 /**
+ * p2z_blk_zone_limit() - an open or active zone limit as ublk takes it
+ * @limit: the device's limit, 0 = none
+ * @nr_zones: zones of the device
+ *
+ * ublk refuses (SET_PARAMS, EINVAL) a limit above the number of zones,
+ * (ublk_dev_param_zoned_validate()), which a small device or image may
+ * well have; such a limit binds nothing and becomes none.
+ *
+ * Return: @limit, or 0 if @limit > @nr_zones.
+ */
+uint32_t p2z_blk_zone_limit(uint32_t limit, uint64_t nr_zones);
+
+/**
  * p2z_blk_errno() - the errno a completed ublk request carries
  * @err: -errno from the device layer
  *

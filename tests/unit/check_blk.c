@@ -200,6 +200,16 @@ START_TEST(test_append_done_npo2)
 }
 END_TEST
 
+START_TEST(test_zone_limit_cases)
+{
+	ck_assert_uint_eq(p2z_blk_zone_limit(0, 16), 0);
+	ck_assert_uint_eq(p2z_blk_zone_limit(14, 16), 14);
+	ck_assert_uint_eq(p2z_blk_zone_limit(16, 16), 16);
+	ck_assert_uint_eq(p2z_blk_zone_limit(17, 16), 0);
+	ck_assert_uint_eq(p2z_blk_zone_limit(UINT32_MAX, 4), 0);
+}
+END_TEST
+
 START_TEST(test_errno_cases)
 {
 	ck_assert_int_eq(p2z_blk_errno(-ETOOMANYREFS), -ETOOMANYREFS);
@@ -234,6 +244,9 @@ static Suite *blk_suite(void)
 	tc = tcase_create("append_done");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_append_done_npo2);
+	tc = tcase_create("zone_limit");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_zone_limit_cases);
 	tc = tcase_create("errno");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_errno_cases);
