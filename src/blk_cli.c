@@ -1003,20 +1003,11 @@ static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
 
 /* Bring the device up and serve it until a signal or a del stops it. */
 static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
-		       int notify_fd)
+		       int notify_fd, const sigset_t *set)
 {
 	struct p2z_ublk_params params;
 	unsigned int started = 0;
-	sigset_t set;
 	int ret, code = EXIT_FAILURE;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	/* Every thread inherits the mask: only sigwait() sees them. */
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	blk->cdev_fd = p2z_blk_cdev_open(blk->dev_id);
 	if (blk->cdev_fd < 0)
@@ -1050,7 +1041,7 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		p2z_blk_detach(notify_fd);
 	p2z_log(LOG_INFO, "serving %s as /dev/ublkb%" PRIu32, path,
 		blk->dev_id);
-	code = p2z_blk_wait(blk, &set) ? EXIT_FAILURE : EXIT_SUCCESS;
+	code = p2z_blk_wait(blk, set) ? EXIT_FAILURE : EXIT_SUCCESS;
 	p2z_blk_record_remove(blk->dev_id);
 out_stop:
 	/* Stopping ends the queues' commands (a no-op if never started). */
@@ -1068,6 +1059,7 @@ static int p2z_blk_cmd_add(const char *path, const char *backend, bool fg)
 {
 	struct p2z_blk blk = { .ctrl_fd = -1, .cdev_fd = -1 };
 	int notify_fd = -1, code, ret;
+	sigset_t set;
 
 	if (!fg) {
 		code = p2z_blk_fork(&notify_fd);
@@ -1084,10 +1076,21 @@ static int p2z_blk_cmd_add(const char *path, const char *backend, bool fg)
 	code = p2z_blk_dev_open(&blk, path, backend);
 	if (code)
 		goto out_dev;
+	/*
+	 * From ADD_DEV on, a signal must not end the process before DEL_DEV
+	 * (the kernel would keep a device nobody serves): every thread
+	 * inherits the mask, and only sigwait() sees them.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	code = p2z_blk_add_dev(&blk);
 	if (code)
 		goto out_dev;
-	code = p2z_blk_run(&blk, path, fg, notify_fd);
+	code = p2z_blk_run(&blk, path, fg, notify_fd, &set);
 	/* The cdev closed: DEL_DEV waits for the device's last reference. */
 	ret = p2z_blk_ctrl(&blk.ctrl, blk.ctrl_fd, UBLK_U_CMD_DEL_DEV,
 			   blk.dev_id, NULL, 0, 0);
