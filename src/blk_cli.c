@@ -1020,8 +1020,10 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		goto out_close;
 	}
 	blk->queues = calloc(blk->nr_queues, sizeof(*blk->queues));
-	if (!blk->queues)
+	if (!blk->queues) {
+		fail(EXIT_FAILURE, "queues: %s", strerror(ENOMEM));
 		goto out_close;
+	}
 	ret = p2z_blk_queues_start(blk, &started);
 	if (ret) {
 		fail(EXIT_FAILURE, "queues: %s", strerror(-ret));
