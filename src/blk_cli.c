@@ -716,30 +716,36 @@ static void p2z_blk_queue_exit(struct p2z_blk_queue *q)
 	munmap((void *)q->iods, q->iods_len);
 }
 
-/* Start every queue thread; wait until each fetched its tags. */
+/*
+ * Start every queue thread; wait until each started one fetched its tags,
+ * also when a later one could not start: STOP_DEV only aborts the fetches
+ * the kernel already holds, and a thread fetching after it would wait
+ * forever (and its join with it).
+ */
 static int p2z_blk_queues_start(struct p2z_blk *blk, unsigned int *started)
 {
 	unsigned int i;
-	int ret;
+	int ret = 0;
 
 	*started = 0;
 	for (i = 0; i < blk->nr_queues; i++) {
 		blk->queues[i].qid = i;
 		ret = p2z_blk_queue_init(blk, &blk->queues[i]);
 		if (ret)
-			return ret;
-		ret = pthread_create(&blk->queues[i].thread, NULL,
-				     p2z_blk_queue_thread, &blk->queues[i]);
+			break;
+		ret = -pthread_create(&blk->queues[i].thread, NULL,
+				      p2z_blk_queue_thread, &blk->queues[i]);
 		if (ret) {
 			p2z_blk_queue_exit(&blk->queues[i]);
-			return -ret;
+			break;
 		}
 		(*started)++;
 	}
 	pthread_mutex_lock(&blk->lock);
-	while (blk->nr_ready + blk->nr_failed < blk->nr_queues)
+	while (blk->nr_ready + blk->nr_failed < *started)
 		pthread_cond_wait(&blk->ready, &blk->lock);
-	ret = blk->nr_failed ? -EIO : 0;
+	if (!ret && blk->nr_failed)
+		ret = -EIO;
 	pthread_mutex_unlock(&blk->lock);
 	return ret;
 }
