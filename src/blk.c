@@ -125,6 +125,21 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 	return 0;
 }
 
+bool p2z_blk_reset_all_wants(const struct p2z_zone_info *zi)
+{
+	if (zi->type != P2Z_ZONE_TYPE_SEQ)
+		return false;
+	switch (zi->cond) {
+	case P2Z_ZONE_COND_IMP_OPEN:
+	case P2Z_ZONE_COND_EXP_OPEN:
+	case P2Z_ZONE_COND_CLOSED:
+	case P2Z_ZONE_COND_FULL:
+		return true;
+	default:
+		return false;
+	}
+}
+
 uint32_t p2z_blk_zone_limit(uint32_t limit, uint64_t nr_zones)
 {
 	return limit > nr_zones ? 0 : limit;

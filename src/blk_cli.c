@@ -477,19 +477,30 @@ static int p2z_blk_zone_mgmt(struct p2z_blk *blk,
 	return p2z_blk_zone_op(blk, zidx, op);
 }
 
-/* Reset every written sequential zone. */
+/*
+ * Reset every zone the device has open, closed or full, as it reports them
+ * now: the cached write pointers miss zones opened but not written (which
+ * would keep holding open and active resources), and would try read-only
+ * or offline ones.
+ */
 static int p2z_blk_reset_all(struct p2z_blk *blk)
 {
-	uint64_t zidx;
-	int ret;
+	struct p2z_zone_info zi[P2Z_BLK_REPORT_BATCH];
+	uint64_t zidx = 0;
+	int n, i, ret;
 
-	for (zidx = 0; zidx < blk->g.nr_zones; zidx++) {
-		if (blk->zones[zidx].type == P2Z_ZONE_TYPE_CNV ||
-		    !p2z_blk_readable(&blk->zones[zidx]))
-			continue;
-		ret = p2z_blk_zone_op(blk, zidx, P2Z_ZONE_OP_RESET);
-		if (ret)
-			return ret;
+	while (zidx < blk->g.nr_zones) {
+		n = p2z_dev_report_zones(blk->dev, zidx, P2Z_BLK_REPORT_BATCH,
+					 zi);
+		if (n <= 0)
+			return n < 0 ? p2z_blk_errno(n) : -EIO;
+		for (i = 0; i < n && zidx < blk->g.nr_zones; i++, zidx++) {
+			if (!p2z_blk_reset_all_wants(&zi[i]))
+				continue;
+			ret = p2z_blk_zone_op(blk, zidx, P2Z_ZONE_OP_RESET);
+			if (ret)
+				return ret;
+		}
 	}
 	return 0;
 }

@@ -119,6 +119,18 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 		   struct blk_zone *bz);
 
 /**
+ * p2z_blk_reset_all_wants() - whether a reset of all zones resets this one
+ * @zi: the zone, from p2z_dev_report_zones()
+ *
+ * As NVMe's Zone Management Send with Select All: the sequential zones
+ * that are open (implicitly or explicitly, written or not), closed or full.
+ * Empty, read-only and offline zones are left alone.
+ *
+ * Return: true if the zone is to be reset.
+ */
+bool p2z_blk_reset_all_wants(const struct p2z_zone_info *zi);
+
+/**
  * p2z_blk_zone_limit() - an open or active zone limit as ublk takes it
  * @limit: the device's limit, 0 = none
  * @nr_zones: zones of the device

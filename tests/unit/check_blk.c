@@ -200,6 +200,34 @@ START_TEST(test_append_done_npo2)
 }
 END_TEST
 
+START_TEST(test_reset_all_wants_cases)
+{
+	struct p2z_zone_info zi = { .type = P2Z_ZONE_TYPE_SEQ };
+	static const struct {
+		uint8_t cond;
+		bool want;
+	} cases[] = {
+		{ P2Z_ZONE_COND_EMPTY, false },
+		{ P2Z_ZONE_COND_IMP_OPEN, true },
+		/* opened, nothing written: the wp is the zone start */
+		{ P2Z_ZONE_COND_EXP_OPEN, true },
+		{ P2Z_ZONE_COND_CLOSED, true },
+		{ P2Z_ZONE_COND_FULL, true },
+		{ P2Z_ZONE_COND_READONLY, false },
+		{ P2Z_ZONE_COND_OFFLINE, false },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		zi.cond = cases[i].cond;
+		ck_assert_int_eq(p2z_blk_reset_all_wants(&zi), cases[i].want);
+	}
+	zi.type = P2Z_ZONE_TYPE_CNV;
+	zi.cond = P2Z_ZONE_COND_NOT_WP;
+	ck_assert(!p2z_blk_reset_all_wants(&zi));
+}
+END_TEST
+
 START_TEST(test_zone_limit_cases)
 {
 	ck_assert_uint_eq(p2z_blk_zone_limit(0, 16), 0);
@@ -244,6 +272,9 @@ static Suite *blk_suite(void)
 	tc = tcase_create("append_done");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_append_done_npo2);
+	tc = tcase_create("reset_all_wants");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_reset_all_wants_cases);
 	tc = tcase_create("zone_limit");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_zone_limit_cases);
