@@ -125,6 +125,18 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 	return 0;
 }
 
+uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi)
+{
+	uint64_t wp = zi->wp_lba > zi->start_lba ? zi->wp_lba - zi->start_lba :
+						   0;
+
+	if (zi->cond == P2Z_ZONE_COND_OFFLINE)
+		return 0;
+	if (zi->cond == P2Z_ZONE_COND_FULL || wp > zi->cap_lba)
+		return zi->cap_lba;
+	return wp;
+}
+
 bool p2z_blk_reset_all_wants(const struct p2z_zone_info *zi)
 {
 	if (zi->type != P2Z_ZONE_TYPE_SEQ)

@@ -299,25 +299,29 @@ static void p2z_blk_advance_wp(struct p2z_blk_zone *z, uint64_t wp_ofs)
 static void p2z_blk_zone_load(struct p2z_blk_zone *z,
 			      const struct p2z_zone_info *zi)
 {
-	uint64_t wp = zi->wp_lba > zi->start_lba ? zi->wp_lba - zi->start_lba :
-						   0;
-
 	z->cap_lba = zi->cap_lba;
 	z->type = zi->type;
-	if (zi->cond == P2Z_ZONE_COND_FULL || wp > zi->cap_lba)
-		wp = zi->cap_lba;
-	if (zi->cond == P2Z_ZONE_COND_OFFLINE)
-		wp = 0;
-	p2z_blk_set_wp(z, wp);
+	p2z_blk_set_wp(z, p2z_blk_wp_ofs(zi));
 }
 
-/* After a failed write or zone operation: the device says where it is. */
+/*
+ * After a failed write or zone operation: the device says where it is.
+ * Only forward (but to 0 for a zone gone offline): an append on another
+ * queue may have completed, and moved the cached pointer past what this
+ * report saw, between the report and now.
+ */
 static void p2z_blk_zone_refresh(struct p2z_blk *blk, uint64_t zidx)
 {
+	struct p2z_blk_zone *z = &blk->zones[zidx];
 	struct p2z_zone_info zi;
 
-	if (p2z_dev_report_zones(blk->dev, zidx, 1, &zi) == 1)
-		p2z_blk_zone_load(&blk->zones[zidx], &zi);
+	if (p2z_dev_report_zones(blk->dev, zidx, 1, &zi) != 1 ||
+	    zi.start_lba != p2z_geom_zone_start(&blk->g, zidx))
+		return;
+	if (zi.cond == P2Z_ZONE_COND_OFFLINE)
+		p2z_blk_set_wp(z, 0);
+	else
+		p2z_blk_advance_wp(z, p2z_blk_wp_ofs(&zi));
 }
 
 static int p2z_blk_zones_init(struct p2z_blk *blk)

@@ -119,6 +119,15 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 		   struct blk_zone *bz);
 
 /**
+ * p2z_blk_wp_ofs() - how far a zone can be read, as the device reports it
+ * @zi: the zone, from p2z_dev_report_zones()
+ *
+ * Return: the write pointer in LBAs from the zone start, at most the
+ * capacity; the capacity for a full zone, 0 for an offline one.
+ */
+uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi);
+
+/**
  * p2z_blk_reset_all_wants() - whether a reset of all zones resets this one
  * @zi: the zone, from p2z_dev_report_zones()
  *

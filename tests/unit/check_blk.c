@@ -200,6 +200,29 @@ START_TEST(test_append_done_npo2)
 }
 END_TEST
 
+START_TEST(test_wp_ofs_cases)
+{
+	struct p2z_zone_info zi = {
+		.start_lba = 122880,
+		.cap_lba = 20480,
+		.wp_lba = 122880 + 100,
+		.type = P2Z_ZONE_TYPE_SEQ,
+		.cond = P2Z_ZONE_COND_CLOSED,
+	};
+
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 100);
+	zi.wp_lba = 122880 + 20480 + 5;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 20480);
+	zi.wp_lba = 7;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 0);
+	zi.cond = P2Z_ZONE_COND_FULL;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 20480);
+	zi.cond = P2Z_ZONE_COND_OFFLINE;
+	zi.wp_lba = 122880 + 100;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 0);
+}
+END_TEST
+
 START_TEST(test_reset_all_wants_cases)
 {
 	struct p2z_zone_info zi = { .type = P2Z_ZONE_TYPE_SEQ };
@@ -272,6 +295,9 @@ static Suite *blk_suite(void)
 	tc = tcase_create("append_done");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_append_done_npo2);
+	tc = tcase_create("wp_ofs");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_wp_ofs_cases);
 	tc = tcase_create("reset_all_wants");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_reset_all_wants_cases);
