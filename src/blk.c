@@ -137,7 +137,7 @@ uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi)
 	return wp;
 }
 
-bool p2z_blk_reset_all_wants(const struct p2z_zone_info *zi)
+bool p2z_blk_zone_is_reset_by_all(const struct p2z_zone_info *zi)
 {
 	if (zi->type != P2Z_ZONE_TYPE_SEQ)
 		return false;

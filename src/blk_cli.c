@@ -499,7 +499,7 @@ static int p2z_blk_reset_all(struct p2z_blk *blk)
 		if (n <= 0)
 			return n < 0 ? p2z_blk_errno(n) : -EIO;
 		for (i = 0; i < n && zidx < blk->g.nr_zones; i++, zidx++) {
-			if (!p2z_blk_reset_all_wants(&zi[i]))
+			if (!p2z_blk_zone_is_reset_by_all(&zi[i]))
 				continue;
 			ret = p2z_blk_zone_op(blk, zidx, P2Z_ZONE_OP_RESET);
 			if (ret)

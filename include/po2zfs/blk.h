@@ -128,7 +128,7 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi);
 
 /**
- * p2z_blk_reset_all_wants() - whether a reset of all zones resets this one
+ * p2z_blk_zone_is_reset_by_all() - whether a reset of all zones resets this one
  * @zi: the zone, from p2z_dev_report_zones()
  *
  * As NVMe's Zone Management Send with Select All: the sequential zones
@@ -137,7 +137,7 @@ uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi);
  *
  * Return: true if the zone is to be reset.
  */
-bool p2z_blk_reset_all_wants(const struct p2z_zone_info *zi);
+bool p2z_blk_zone_is_reset_by_all(const struct p2z_zone_info *zi);
 
 /**
  * p2z_blk_zone_limit() - an open or active zone limit as ublk takes it

@@ -159,7 +159,7 @@ START_TEST(test_append_done_npo2)
 	struct p2z_geom g;
 
 	geom_96m(&g);
-	/* the zone's first LBA: its po2 start, never shifted by the native size */
+	/* the zone start: its po2 start, never a shift by the native size */
 	ck_assert_int_eq(
 		p2z_blk_append_done(&g, 5, 20480, 122880, 2, &sector, &wp), 0);
 	ck_assert_uint_eq(sector, 163840ULL * 8);
@@ -223,7 +223,7 @@ START_TEST(test_wp_ofs_cases)
 }
 END_TEST
 
-START_TEST(test_reset_all_wants_cases)
+START_TEST(test_zone_is_reset_by_all_cases)
 {
 	struct p2z_zone_info zi = { .type = P2Z_ZONE_TYPE_SEQ };
 	static const struct {
@@ -243,11 +243,12 @@ START_TEST(test_reset_all_wants_cases)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		zi.cond = cases[i].cond;
-		ck_assert_int_eq(p2z_blk_reset_all_wants(&zi), cases[i].want);
+		ck_assert_int_eq(p2z_blk_zone_is_reset_by_all(&zi),
+				 cases[i].want);
 	}
 	zi.type = P2Z_ZONE_TYPE_CNV;
 	zi.cond = P2Z_ZONE_COND_NOT_WP;
-	ck_assert(!p2z_blk_reset_all_wants(&zi));
+	ck_assert(!p2z_blk_zone_is_reset_by_all(&zi));
 }
 END_TEST
 
@@ -298,9 +299,9 @@ static Suite *blk_suite(void)
 	tc = tcase_create("wp_ofs");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_wp_ofs_cases);
-	tc = tcase_create("reset_all_wants");
+	tc = tcase_create("zone_is_reset_by_all");
 	suite_add_tcase(s, tc);
-	tcase_add_test(tc, test_reset_all_wants_cases);
+	tcase_add_test(tc, test_zone_is_reset_by_all_cases);
 	tc = tcase_create("zone_limit");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_zone_limit_cases);
