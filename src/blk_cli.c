@@ -765,14 +765,19 @@ static int p2z_blk_queues_start(struct p2z_blk *blk, unsigned int *started)
 	return ret;
 }
 
-static void p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started)
+/* Join the queue threads; return why the first that failed ended, or 0. */
+static int p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started)
 {
 	unsigned int i;
+	int ret = 0;
 
 	for (i = 0; i < started; i++) {
 		pthread_join(blk->queues[i].thread, NULL);
+		if (!ret)
+			ret = blk->queues[i].ret;
 		p2z_blk_queue_exit(&blk->queues[i]);
 	}
+	return ret;
 }
 
 /* The record list reads: P2Z_BLK_RUN_DIR/N holds the backing path. */
@@ -1071,7 +1076,15 @@ out_stop:
 	if (code == EXIT_FAILURE || started)
 		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_STOP_DEV,
 			     blk->dev_id, NULL, 0, 0);
-	p2z_blk_queues_stop(blk, started);
+	/*
+	 * A queue that failed while serving stopped the device like a del
+	 * does (SIGUSR1): that is a failure, with its reason.
+	 */
+	ret = p2z_blk_queues_stop(blk, started);
+	if (ret && code == EXIT_SUCCESS)
+		code = fail(EXIT_FAILURE,
+			    "/dev/ublkb%" PRIu32 ": queue failed: %s",
+			    blk->dev_id, strerror(-ret));
 	free(blk->queues);
 out_close:
 	close(blk->cdev_fd);
