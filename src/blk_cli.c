@@ -1349,6 +1349,11 @@ int main(int argc, char **argv)
 				    argv[optind]);
 		}
 	}
+	/* Before anything opens: dev.c would say it in two lines, later. */
+	if (backend && strcmp(backend, "nvme") && strcmp(backend, "zbd") &&
+	    strcmp(backend, "emu"))
+		return fail(EXIT_USAGE,
+			    "unknown backend '%s' (nvme, zbd or emu)", backend);
 	argv += 1 + optind;
 	nr = argc - 1 - optind;
 	if (!strcmp(cmd, "add") && nr == 1)
