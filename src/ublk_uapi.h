@@ -70,8 +70,9 @@
 #define UBLK_IO_OP_ZONE_RESET_ALL 14
 #define UBLK_IO_OP_ZONE_RESET 15
 /*
- * start_sector: first sector of the first zone; nr_sectors holds the number
- * of zones wanted. The server writes struct blk_zone entries into the
+ * start_sector: a sector of the first zone (not always its start: ublk
+ * passes BLKREPORTZONE's sector through); nr_sectors holds the number of
+ * zones wanted. The server writes struct blk_zone entries into the
  * request's buffer; a zero-length entry ends a shorter report.
  */
 #define UBLK_IO_OP_REPORT_ZONES 18
