@@ -85,6 +85,22 @@ START_TEST(test_write_target_cases)
 			 -ERANGE);
 	/* a capacity larger than the zone is not a zone */
 	ck_assert_int_eq(p2z_blk_write_target(&g, zs, 8, 24577, &t), -EINVAL);
+	/*
+	 * The device's last LBA (a full-size zone: its native end is 96 MiB
+	 * into the 128 MiB po2 zone), across it, the view's last sector.
+	 */
+	ck_assert_int_eq(
+		p2z_blk_write_target(&g, 15 * zs + 196600, 8, 24576, &t), 0);
+	ck_assert_uint_eq(t.zidx, 15);
+	ck_assert_uint_eq(t.zone_ofs, 196600ULL * 512);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 15 * zs + 196600, 16, 24576,
+					      &t),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 15 * zs + 196600,
+					      UINT32_MAX - 7, 24576, &t),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 16 * zs - 8, 8, 24576, &t),
+			 -EIO);
 }
 END_TEST
 
