@@ -57,6 +57,24 @@ int p2z_blk_write_target(const struct p2z_geom *g, uint64_t sector,
 	return 0;
 }
 
+int p2z_blk_append_done(const struct p2z_geom *g, uint64_t zidx,
+			uint64_t cap_lba, uint64_t lba, uint64_t nr_lba,
+			uint64_t *sector, uint64_t *wp_ofs)
+{
+	uint64_t start, po2_lba;
+
+	if (zidx >= g->nr_zones || cap_lba > g->zone_lba)
+		return -EIO;
+	start = p2z_geom_zone_start(g, zidx);
+	if (lba < start || !nr_lba || nr_lba > cap_lba ||
+	    lba - start > cap_lba - nr_lba ||
+	    p2z_geom_native_to_po2(g, lba, &po2_lba))
+		return -EIO;
+	*sector = po2_lba << (g->lba_shift - P2Z_BLK_SECTOR_SHIFT);
+	*wp_ofs = lba - start + nr_lba;
+	return 0;
+}
+
 uint64_t p2z_blk_read_len(const struct p2z_geom_piece *pc, uint64_t readable)
 {
 	if (pc->gap || pc->zone_ofs >= readable)
@@ -105,6 +123,38 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 		break;
 	}
 	return 0;
+}
+
+uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi)
+{
+	uint64_t wp = zi->wp_lba > zi->start_lba ? zi->wp_lba - zi->start_lba :
+						   0;
+
+	if (zi->cond == P2Z_ZONE_COND_OFFLINE)
+		return 0;
+	if (zi->cond == P2Z_ZONE_COND_FULL || wp > zi->cap_lba)
+		return zi->cap_lba;
+	return wp;
+}
+
+bool p2z_blk_zone_is_reset_by_all(const struct p2z_zone_info *zi)
+{
+	if (zi->type != P2Z_ZONE_TYPE_SEQ)
+		return false;
+	switch (zi->cond) {
+	case P2Z_ZONE_COND_IMP_OPEN:
+	case P2Z_ZONE_COND_EXP_OPEN:
+	case P2Z_ZONE_COND_CLOSED:
+	case P2Z_ZONE_COND_FULL:
+		return true;
+	default:
+		return false;
+	}
+}
+
+uint32_t p2z_blk_zone_limit(uint32_t limit, uint64_t nr_zones)
+{
+	return limit > nr_zones ? 0 : limit;
 }
 
 int p2z_blk_errno(int err)

@@ -280,28 +280,48 @@ static void p2z_blk_set_wp(struct p2z_blk_zone *z, uint64_t wp_ofs)
 	__atomic_store_n(&z->wp_ofs, wp_ofs, __ATOMIC_RELEASE);
 }
 
+/*
+ * After a completed append: appends to one zone run concurrently on
+ * several queues and finish in any order, so the write pointer only moves
+ * forward (one that finished later but landed earlier must not pull it
+ * back over data another append already acknowledged).
+ */
+static void p2z_blk_advance_wp(struct p2z_blk_zone *z, uint64_t wp_ofs)
+{
+	uint64_t cur = __atomic_load_n(&z->wp_ofs, __ATOMIC_RELAXED);
+
+	while (cur < wp_ofs &&
+	       !__atomic_compare_exchange_n(&z->wp_ofs, &cur, wp_ofs, true,
+					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+		;
+}
+
 static void p2z_blk_zone_load(struct p2z_blk_zone *z,
 			      const struct p2z_zone_info *zi)
 {
-	uint64_t wp = zi->wp_lba > zi->start_lba ? zi->wp_lba - zi->start_lba :
-						   0;
-
 	z->cap_lba = zi->cap_lba;
 	z->type = zi->type;
-	if (zi->cond == P2Z_ZONE_COND_FULL || wp > zi->cap_lba)
-		wp = zi->cap_lba;
-	if (zi->cond == P2Z_ZONE_COND_OFFLINE)
-		wp = 0;
-	p2z_blk_set_wp(z, wp);
+	p2z_blk_set_wp(z, p2z_blk_wp_ofs(zi));
 }
 
-/* After a failed write or zone operation: the device says where it is. */
+/*
+ * After a failed write or zone operation: the device says where it is.
+ * Only forward (but to 0 for a zone gone offline): an append on another
+ * queue may have completed, and moved the cached pointer past what this
+ * report saw, between the report and now.
+ */
 static void p2z_blk_zone_refresh(struct p2z_blk *blk, uint64_t zidx)
 {
+	struct p2z_blk_zone *z = &blk->zones[zidx];
 	struct p2z_zone_info zi;
 
-	if (p2z_dev_report_zones(blk->dev, zidx, 1, &zi) == 1)
-		p2z_blk_zone_load(&blk->zones[zidx], &zi);
+	if (p2z_dev_report_zones(blk->dev, zidx, 1, &zi) != 1 ||
+	    zi.start_lba != p2z_geom_zone_start(&blk->g, zidx))
+		return;
+	if (zi.cond == P2Z_ZONE_COND_OFFLINE)
+		p2z_blk_set_wp(z, 0);
+	else
+		p2z_blk_advance_wp(z, p2z_blk_wp_ofs(&zi));
 }
 
 static int p2z_blk_zones_init(struct p2z_blk *blk)
@@ -407,7 +427,7 @@ static int p2z_blk_append(struct p2z_blk *blk,
 			  uint64_t buf_ofs, uint64_t *sector)
 {
 	uint64_t len = (uint64_t)iod->nr_sectors << P2Z_BLK_SECTOR_SHIFT;
-	uint64_t zidx, lba, po2_lba;
+	uint64_t zidx, lba, wp_ofs;
 	ssize_t ret;
 
 	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &zidx) || !len ||
@@ -418,14 +438,12 @@ static int p2z_blk_append(struct p2z_blk *blk,
 		return ret < 0 ? -errno : -EIO;
 	ret = p2z_dev_append(blk->dev, zidx, buf, len, &lba);
 	if (ret != (ssize_t)len ||
-	    p2z_geom_native_to_po2(&blk->g, lba, &po2_lba)) {
+	    p2z_blk_append_done(&blk->g, zidx, blk->zones[zidx].cap_lba, lba,
+				len >> blk->g.lba_shift, sector, &wp_ofs)) {
 		p2z_blk_zone_refresh(blk, zidx);
 		return p2z_blk_errno(ret < 0 ? (int)ret : -EIO);
 	}
-	p2z_blk_set_wp(&blk->zones[zidx],
-		       lba - p2z_geom_zone_start(&blk->g, zidx) +
-			       (len >> blk->g.lba_shift));
-	*sector = po2_lba << (blk->g.lba_shift - P2Z_BLK_SECTOR_SHIFT);
+	p2z_blk_advance_wp(&blk->zones[zidx], wp_ofs);
 	return (int)len;
 }
 
@@ -435,14 +453,19 @@ static int p2z_blk_zone_op(struct p2z_blk *blk, uint64_t zidx,
 	struct p2z_blk_zone *z = &blk->zones[zidx];
 	int ret;
 
+	/*
+	 * The cached write pointer never runs ahead of the device's: reads
+	 * stop at it before the reset starts (a read racing the reset gets
+	 * zeros), and after a finish only once the device is done.
+	 */
+	if (op == P2Z_ZONE_OP_RESET && z->type != P2Z_ZONE_TYPE_CNV)
+		p2z_blk_set_wp(z, 0);
 	ret = p2z_dev_zone_mgmt(blk->dev, zidx, op);
 	if (ret) {
 		p2z_blk_zone_refresh(blk, zidx);
 		return p2z_blk_errno(ret);
 	}
-	if (op == P2Z_ZONE_OP_RESET)
-		p2z_blk_set_wp(z, 0);
-	else if (op == P2Z_ZONE_OP_FINISH)
+	if (op == P2Z_ZONE_OP_FINISH)
 		p2z_blk_set_wp(z, z->cap_lba);
 	return 0;
 }
@@ -458,27 +481,38 @@ static int p2z_blk_zone_mgmt(struct p2z_blk *blk,
 	return p2z_blk_zone_op(blk, zidx, op);
 }
 
-/* Reset every written sequential zone. */
+/*
+ * Reset every zone the device has open, closed or full, as it reports them
+ * now: the cached write pointers miss zones opened but not written (which
+ * would keep holding open and active resources), and would try read-only
+ * or offline ones.
+ */
 static int p2z_blk_reset_all(struct p2z_blk *blk)
 {
-	uint64_t zidx;
-	int ret;
+	struct p2z_zone_info zi[P2Z_BLK_REPORT_BATCH];
+	uint64_t zidx = 0;
+	int n, i, ret;
 
-	for (zidx = 0; zidx < blk->g.nr_zones; zidx++) {
-		if (blk->zones[zidx].type == P2Z_ZONE_TYPE_CNV ||
-		    !p2z_blk_readable(&blk->zones[zidx]))
-			continue;
-		ret = p2z_blk_zone_op(blk, zidx, P2Z_ZONE_OP_RESET);
-		if (ret)
-			return ret;
+	while (zidx < blk->g.nr_zones) {
+		n = p2z_dev_report_zones(blk->dev, zidx, P2Z_BLK_REPORT_BATCH,
+					 zi);
+		if (n <= 0)
+			return n < 0 ? p2z_blk_errno(n) : -EIO;
+		for (i = 0; i < n && zidx < blk->g.nr_zones; i++, zidx++) {
+			if (!p2z_blk_zone_is_reset_by_all(&zi[i]))
+				continue;
+			ret = p2z_blk_zone_op(blk, zidx, P2Z_ZONE_OP_RESET);
+			if (ret)
+				return ret;
+		}
 	}
 	return 0;
 }
 
 /*
- * Fill the request's buffer with struct blk_zone entries from the zone at
- * start_sector on; the kernel zeroed the buffer, so a shorter report ends
- * at the first zero-length entry by itself.
+ * Fill the request's buffer with struct blk_zone entries from the zone
+ * holding start_sector on; the kernel zeroed the buffer, so a shorter
+ * report ends at the first zero-length entry by itself.
  */
 static int p2z_blk_report_zones(struct p2z_blk *blk,
 				const struct ublksrv_io_desc *iod, char *buf,
@@ -490,7 +524,12 @@ static int p2z_blk_report_zones(struct p2z_blk *blk,
 	unsigned int done = 0;
 	int n, i, ret;
 
-	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &zidx))
+	/*
+	 * Any sector of the first zone: ublk passes BLKREPORTZONE's start
+	 * sector through unaligned (and adds the zone size for each further
+	 * request), as the block layer allows.
+	 */
+	if (p2z_blk_zone_of(&blk->g, iod->start_sector, false, &zidx))
 		return -EIO;
 	max = blk->buf_bytes / sizeof(*bz);
 	if (want > max)
@@ -692,42 +731,53 @@ static void p2z_blk_queue_exit(struct p2z_blk_queue *q)
 	munmap((void *)q->iods, q->iods_len);
 }
 
-/* Start every queue thread; wait until each fetched its tags. */
+/*
+ * Start every queue thread; wait until each started one fetched its tags,
+ * also when a later one could not start: STOP_DEV only aborts the fetches
+ * the kernel already holds, and a thread fetching after it would wait
+ * forever (and its join with it).
+ */
 static int p2z_blk_queues_start(struct p2z_blk *blk, unsigned int *started)
 {
 	unsigned int i;
-	int ret;
+	int ret = 0;
 
 	*started = 0;
 	for (i = 0; i < blk->nr_queues; i++) {
 		blk->queues[i].qid = i;
 		ret = p2z_blk_queue_init(blk, &blk->queues[i]);
 		if (ret)
-			return ret;
-		ret = pthread_create(&blk->queues[i].thread, NULL,
-				     p2z_blk_queue_thread, &blk->queues[i]);
+			break;
+		ret = -pthread_create(&blk->queues[i].thread, NULL,
+				      p2z_blk_queue_thread, &blk->queues[i]);
 		if (ret) {
 			p2z_blk_queue_exit(&blk->queues[i]);
-			return -ret;
+			break;
 		}
 		(*started)++;
 	}
 	pthread_mutex_lock(&blk->lock);
-	while (blk->nr_ready + blk->nr_failed < blk->nr_queues)
+	while (blk->nr_ready + blk->nr_failed < *started)
 		pthread_cond_wait(&blk->ready, &blk->lock);
-	ret = blk->nr_failed ? -EIO : 0;
+	if (!ret && blk->nr_failed)
+		ret = -EIO;
 	pthread_mutex_unlock(&blk->lock);
 	return ret;
 }
 
-static void p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started)
+/* Join the queue threads; return why the first that failed ended, or 0. */
+static int p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started)
 {
 	unsigned int i;
+	int ret = 0;
 
 	for (i = 0; i < started; i++) {
 		pthread_join(blk->queues[i].thread, NULL);
+		if (!ret)
+			ret = blk->queues[i].ret;
 		p2z_blk_queue_exit(&blk->queues[i]);
 	}
+	return ret;
 }
 
 /* The record list reads: P2Z_BLK_RUN_DIR/N holds the backing path. */
@@ -785,8 +835,10 @@ static void p2z_blk_params(const struct p2z_blk *blk, struct p2z_ublk_params *p)
 	p->basic.chunk_sectors = (__u32)p2z_blk_zone_sectors(&blk->g);
 	p->basic.dev_sectors = p2z_geom_po2_bytes(&blk->g) >>
 			       P2Z_BLK_SECTOR_SHIFT;
-	p->zoned.max_open_zones = info->max_open;
-	p->zoned.max_active_zones = info->max_active;
+	p->zoned.max_open_zones =
+		p2z_blk_zone_limit(info->max_open, blk->g.nr_zones);
+	p->zoned.max_active_zones =
+		p2z_blk_zone_limit(info->max_active, blk->g.nr_zones);
 	p->zoned.max_zone_append_sectors = blk->buf_bytes >>
 					   P2Z_BLK_SECTOR_SHIFT;
 }
@@ -977,20 +1029,11 @@ static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
 
 /* Bring the device up and serve it until a signal or a del stops it. */
 static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
-		       int notify_fd)
+		       int notify_fd, const sigset_t *set)
 {
 	struct p2z_ublk_params params;
 	unsigned int started = 0;
-	sigset_t set;
 	int ret, code = EXIT_FAILURE;
-
-	sigemptyset(&set);
-	sigaddset(&set, SIGTERM);
-	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
-	sigaddset(&set, SIGUSR1);
-	/* Every thread inherits the mask: only sigwait() sees them. */
-	pthread_sigmask(SIG_BLOCK, &set, NULL);
 
 	blk->cdev_fd = p2z_blk_cdev_open(blk->dev_id);
 	if (blk->cdev_fd < 0)
@@ -1003,8 +1046,10 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		goto out_close;
 	}
 	blk->queues = calloc(blk->nr_queues, sizeof(*blk->queues));
-	if (!blk->queues)
+	if (!blk->queues) {
+		fail(EXIT_FAILURE, "queues: %s", strerror(ENOMEM));
 		goto out_close;
+	}
 	ret = p2z_blk_queues_start(blk, &started);
 	if (ret) {
 		fail(EXIT_FAILURE, "queues: %s", strerror(-ret));
@@ -1024,14 +1069,22 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		p2z_blk_detach(notify_fd);
 	p2z_log(LOG_INFO, "serving %s as /dev/ublkb%" PRIu32, path,
 		blk->dev_id);
-	code = p2z_blk_wait(blk, &set) ? EXIT_FAILURE : EXIT_SUCCESS;
+	code = p2z_blk_wait(blk, set) ? EXIT_FAILURE : EXIT_SUCCESS;
 	p2z_blk_record_remove(blk->dev_id);
 out_stop:
 	/* Stopping ends the queues' commands (a no-op if never started). */
 	if (code == EXIT_FAILURE || started)
 		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_STOP_DEV,
 			     blk->dev_id, NULL, 0, 0);
-	p2z_blk_queues_stop(blk, started);
+	/*
+	 * A queue that failed while serving stopped the device like a del
+	 * does (SIGUSR1): that is a failure, with its reason.
+	 */
+	ret = p2z_blk_queues_stop(blk, started);
+	if (ret && code == EXIT_SUCCESS)
+		code = fail(EXIT_FAILURE,
+			    "/dev/ublkb%" PRIu32 ": queue failed: %s",
+			    blk->dev_id, strerror(-ret));
 	free(blk->queues);
 out_close:
 	close(blk->cdev_fd);
@@ -1042,6 +1095,7 @@ static int p2z_blk_cmd_add(const char *path, const char *backend, bool fg)
 {
 	struct p2z_blk blk = { .ctrl_fd = -1, .cdev_fd = -1 };
 	int notify_fd = -1, code, ret;
+	sigset_t set;
 
 	if (!fg) {
 		code = p2z_blk_fork(&notify_fd);
@@ -1058,10 +1112,21 @@ static int p2z_blk_cmd_add(const char *path, const char *backend, bool fg)
 	code = p2z_blk_dev_open(&blk, path, backend);
 	if (code)
 		goto out_dev;
+	/*
+	 * From ADD_DEV on, a signal must not end the process before DEL_DEV
+	 * (the kernel would keep a device nobody serves): every thread
+	 * inherits the mask, and only sigwait() sees them.
+	 */
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGHUP);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	code = p2z_blk_add_dev(&blk);
 	if (code)
 		goto out_dev;
-	code = p2z_blk_run(&blk, path, fg, notify_fd);
+	code = p2z_blk_run(&blk, path, fg, notify_fd, &set);
 	/* The cdev closed: DEL_DEV waits for the device's last reference. */
 	ret = p2z_blk_ctrl(&blk.ctrl, blk.ctrl_fd, UBLK_U_CMD_DEL_DEV,
 			   blk.dev_id, NULL, 0, 0);
@@ -1284,6 +1349,11 @@ int main(int argc, char **argv)
 				    argv[optind]);
 		}
 	}
+	/* Before anything opens: dev.c would say it in two lines, later. */
+	if (backend && strcmp(backend, "nvme") && strcmp(backend, "zbd") &&
+	    strcmp(backend, "emu"))
+		return fail(EXIT_USAGE,
+			    "unknown backend '%s' (nvme, zbd or emu)", backend);
 	argv += 1 + optind;
 	nr = argc - 1 - optind;
 	if (!strcmp(cmd, "add") && nr == 1)

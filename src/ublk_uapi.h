@@ -13,8 +13,10 @@
 #ifndef P2Z_UBLK_UAPI_H
 #define P2Z_UBLK_UAPI_H
 
+#include <linux/blkzoned.h>
 #include <linux/types.h>
 #include <linux/ublk_cmd.h>
+#include <stddef.h>
 #include <sys/ioctl.h>
 
 /* Feature flags (6.5: USER_COPY, CMD_IOCTL_ENCODE; 6.6: ZONED). */
@@ -68,8 +70,9 @@
 #define UBLK_IO_OP_ZONE_RESET_ALL 14
 #define UBLK_IO_OP_ZONE_RESET 15
 /*
- * start_sector: first sector of the first zone; nr_sectors holds the number
- * of zones wanted. The server writes struct blk_zone entries into the
+ * start_sector: a sector of the first zone (not always its start: ublk
+ * passes BLKREPORTZONE's sector through); nr_sectors holds the number of
+ * zones wanted. The server writes struct blk_zone entries into the
  * request's buffer; a zero-length entry ends a shorter report.
  */
 #define UBLK_IO_OP_REPORT_ZONES 18
@@ -115,5 +118,41 @@ struct p2z_ublk_params {
 	struct p2z_ublk_param_devt devt;
 	struct p2z_ublk_param_zoned zoned;
 };
+
+/*
+ * The ABI, as the 6.12 header gives it (sizes, offsets, command numbers):
+ * a layout drifting from it would make the kernel read the wrong fields.
+ */
+_Static_assert(sizeof(struct ublksrv_ctrl_cmd) == 32, "ublksrv_ctrl_cmd");
+_Static_assert(sizeof(struct ublksrv_ctrl_dev_info) == 64,
+	       "ublksrv_ctrl_dev_info");
+_Static_assert(sizeof(struct ublksrv_io_desc) == 24, "ublksrv_io_desc");
+_Static_assert(sizeof(struct p2z_ublksrv_io_cmd) == 16, "ublksrv_io_cmd");
+_Static_assert(offsetof(struct p2z_ublksrv_io_cmd, zone_append_lba) == 8,
+	       "ublksrv_io_cmd.zone_append_lba");
+_Static_assert(sizeof(struct ublk_param_basic) == 32, "ublk_param_basic");
+_Static_assert(sizeof(struct ublk_param_discard) == 20, "ublk_param_discard");
+_Static_assert(sizeof(struct p2z_ublk_param_devt) == 16, "ublk_param_devt");
+_Static_assert(sizeof(struct p2z_ublk_param_zoned) == 32, "ublk_param_zoned");
+_Static_assert(sizeof(struct p2z_ublk_params) == 112, "ublk_params");
+_Static_assert(offsetof(struct p2z_ublk_params, discard) == 40,
+	       "ublk_params.discard");
+_Static_assert(offsetof(struct p2z_ublk_params, devt) == 60,
+	       "ublk_params.devt");
+_Static_assert(offsetof(struct p2z_ublk_params, zoned) == 76,
+	       "ublk_params.zoned");
+_Static_assert(UBLK_U_CMD_GET_DEV_INFO == 0x80207502, "GET_DEV_INFO");
+_Static_assert(UBLK_U_CMD_ADD_DEV == 0xc0207504, "ADD_DEV");
+_Static_assert(UBLK_U_CMD_DEL_DEV == 0xc0207505, "DEL_DEV");
+_Static_assert(UBLK_U_CMD_START_DEV == 0xc0207506, "START_DEV");
+_Static_assert(UBLK_U_CMD_STOP_DEV == 0xc0207507, "STOP_DEV");
+_Static_assert(UBLK_U_CMD_SET_PARAMS == 0xc0207508, "SET_PARAMS");
+_Static_assert(UBLK_U_IO_FETCH_REQ == 0xc0107520, "FETCH_REQ");
+_Static_assert(UBLK_U_IO_COMMIT_AND_FETCH_REQ == 0xc0107521,
+	       "COMMIT_AND_FETCH_REQ");
+_Static_assert(UBLKSRV_IO_BUF_OFFSET == 0x80000000, "UBLKSRV_IO_BUF_OFFSET");
+_Static_assert(UBLK_TAG_OFF == 25 && UBLK_QID_OFF == 41, "user copy offsets");
+/* REPORT_ZONES fills the request's buffer with these. */
+_Static_assert(sizeof(struct blk_zone) == 64, "blk_zone");
 
 #endif /* P2Z_UBLK_UAPI_H */

@@ -74,6 +74,25 @@ int p2z_blk_write_target(const struct p2z_geom *g, uint64_t sector,
 			 struct p2z_blk_target *t);
 
 /**
+ * p2z_blk_append_done() - check where a zone append landed
+ * @g: geometry
+ * @zidx: the zone appended to
+ * @cap_lba: its capacity
+ * @lba: first native LBA written, as the device says
+ * @nr_lba: LBAs written
+ * @sector: result: @lba as a sector of the po2 view (the request's
+ *	    zone_append_lba)
+ * @wp_ofs: result: the zone's write pointer after the append, in LBAs from
+ *	    the zone start
+ *
+ * Return: 0, or -EIO if [@lba, @lba + @nr_lba) is not inside the capacity
+ * of zone @zidx (a device answer that cannot be trusted).
+ */
+int p2z_blk_append_done(const struct p2z_geom *g, uint64_t zidx,
+			uint64_t cap_lba, uint64_t lba, uint64_t nr_lba,
+			uint64_t *sector, uint64_t *wp_ofs);
+
+/**
  * p2z_blk_read_len() - bytes of a data piece the device holds
  * @pc: a piece of a read (p2z_geom_po2_piece()), not a gap
  * @readable: bytes of the zone that can be read from the device: the
@@ -98,6 +117,40 @@ uint64_t p2z_blk_read_len(const struct p2z_geom_piece *pc, uint64_t readable);
  */
 int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 		   struct blk_zone *bz);
+
+/**
+ * p2z_blk_wp_ofs() - how far a zone can be read, as the device reports it
+ * @zi: the zone, from p2z_dev_report_zones()
+ *
+ * Return: the write pointer in LBAs from the zone start, at most the
+ * capacity; the capacity for a full zone, 0 for an offline one.
+ */
+uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi);
+
+/**
+ * p2z_blk_zone_is_reset_by_all() - whether a reset of all zones resets this one
+ * @zi: the zone, from p2z_dev_report_zones()
+ *
+ * As NVMe's Zone Management Send with Select All: the sequential zones
+ * that are open (implicitly or explicitly, written or not), closed or full.
+ * Empty, read-only and offline zones are left alone.
+ *
+ * Return: true if the zone is to be reset.
+ */
+bool p2z_blk_zone_is_reset_by_all(const struct p2z_zone_info *zi);
+
+/**
+ * p2z_blk_zone_limit() - an open or active zone limit as ublk takes it
+ * @limit: the device's limit, 0 = none
+ * @nr_zones: zones of the device
+ *
+ * ublk refuses (SET_PARAMS, EINVAL) a limit above the number of zones,
+ * (ublk_dev_param_zoned_validate()), which a small device or image may
+ * well have; such a limit binds nothing and becomes none.
+ *
+ * Return: @limit, or 0 if @limit > @nr_zones.
+ */
+uint32_t p2z_blk_zone_limit(uint32_t limit, uint64_t nr_zones);
 
 /**
  * p2z_blk_errno() - the errno a completed ublk request carries

@@ -85,6 +85,22 @@ START_TEST(test_write_target_cases)
 			 -ERANGE);
 	/* a capacity larger than the zone is not a zone */
 	ck_assert_int_eq(p2z_blk_write_target(&g, zs, 8, 24577, &t), -EINVAL);
+	/*
+	 * The device's last LBA (a full-size zone: its native end is 96 MiB
+	 * into the 128 MiB po2 zone), across it, the view's last sector.
+	 */
+	ck_assert_int_eq(
+		p2z_blk_write_target(&g, 15 * zs + 196600, 8, 24576, &t), 0);
+	ck_assert_uint_eq(t.zidx, 15);
+	ck_assert_uint_eq(t.zone_ofs, 196600ULL * 512);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 15 * zs + 196600, 16, 24576,
+					      &t),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 15 * zs + 196600,
+					      UINT32_MAX - 7, 24576, &t),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_write_target(&g, 16 * zs - 8, 8, 24576, &t),
+			 -EIO);
 }
 END_TEST
 
@@ -152,6 +168,116 @@ START_TEST(test_report_cases)
 }
 END_TEST
 
+/* zone 5 of the 96 MiB geometry starts at native LBA 122880, po2 163840 */
+START_TEST(test_append_done_npo2)
+{
+	uint64_t sector = 0, wp = 0;
+	struct p2z_geom g;
+
+	geom_96m(&g);
+	/* the zone start: its po2 start, never a shift by the native size */
+	ck_assert_int_eq(
+		p2z_blk_append_done(&g, 5, 20480, 122880, 2, &sector, &wp), 0);
+	ck_assert_uint_eq(sector, 163840ULL * 8);
+	ck_assert_uint_eq(wp, 2);
+	/* mid-zone: offset kept, in 512-byte sectors */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 100, 4,
+					     &sector, &wp),
+			 0);
+	ck_assert_uint_eq(sector, (163840ULL + 100) * 8);
+	ck_assert_uint_eq(wp, 104);
+	/* ends exactly at the capacity */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 20476, 4,
+					     &sector, &wp),
+			 0);
+	ck_assert_uint_eq(wp, 20480);
+	/* crosses the capacity, lands in another zone, before the zone */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 20477, 4,
+					     &sector, &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880 + 24576, 1,
+					     &sector, &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122879, 1, &sector,
+					     &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 16, 20480, 16 * 24576, 1,
+					     &sector, &wp),
+			 -EIO);
+	ck_assert_int_eq(p2z_blk_append_done(&g, 5, 20480, 122880, 0, &sector,
+					     &wp),
+			 -EIO);
+	/* last zone of the view */
+	ck_assert_int_eq(p2z_blk_append_done(&g, 15, 24576, 15 * 24576 + 24575,
+					     1, &sector, &wp),
+			 0);
+	ck_assert_uint_eq(sector, (15ULL * 32768 + 24575) * 8);
+	ck_assert_uint_eq(wp, 24576);
+}
+END_TEST
+
+START_TEST(test_wp_ofs_cases)
+{
+	struct p2z_zone_info zi = {
+		.start_lba = 122880,
+		.cap_lba = 20480,
+		.wp_lba = 122880 + 100,
+		.type = P2Z_ZONE_TYPE_SEQ,
+		.cond = P2Z_ZONE_COND_CLOSED,
+	};
+
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 100);
+	zi.wp_lba = 122880 + 20480 + 5;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 20480);
+	zi.wp_lba = 7;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 0);
+	zi.cond = P2Z_ZONE_COND_FULL;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 20480);
+	zi.cond = P2Z_ZONE_COND_OFFLINE;
+	zi.wp_lba = 122880 + 100;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 0);
+}
+END_TEST
+
+START_TEST(test_zone_is_reset_by_all_cases)
+{
+	struct p2z_zone_info zi = { .type = P2Z_ZONE_TYPE_SEQ };
+	static const struct {
+		uint8_t cond;
+		bool want;
+	} cases[] = {
+		{ P2Z_ZONE_COND_EMPTY, false },
+		{ P2Z_ZONE_COND_IMP_OPEN, true },
+		/* opened, nothing written: the wp is the zone start */
+		{ P2Z_ZONE_COND_EXP_OPEN, true },
+		{ P2Z_ZONE_COND_CLOSED, true },
+		{ P2Z_ZONE_COND_FULL, true },
+		{ P2Z_ZONE_COND_READONLY, false },
+		{ P2Z_ZONE_COND_OFFLINE, false },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		zi.cond = cases[i].cond;
+		ck_assert_int_eq(p2z_blk_zone_is_reset_by_all(&zi),
+				 cases[i].want);
+	}
+	zi.type = P2Z_ZONE_TYPE_CNV;
+	zi.cond = P2Z_ZONE_COND_NOT_WP;
+	ck_assert(!p2z_blk_zone_is_reset_by_all(&zi));
+}
+END_TEST
+
+START_TEST(test_zone_limit_cases)
+{
+	ck_assert_uint_eq(p2z_blk_zone_limit(0, 16), 0);
+	ck_assert_uint_eq(p2z_blk_zone_limit(14, 16), 14);
+	ck_assert_uint_eq(p2z_blk_zone_limit(16, 16), 16);
+	ck_assert_uint_eq(p2z_blk_zone_limit(17, 16), 0);
+	ck_assert_uint_eq(p2z_blk_zone_limit(UINT32_MAX, 4), 0);
+}
+END_TEST
+
 START_TEST(test_errno_cases)
 {
 	ck_assert_int_eq(p2z_blk_errno(-ETOOMANYREFS), -ETOOMANYREFS);
@@ -183,6 +309,18 @@ static Suite *blk_suite(void)
 	tc = tcase_create("report");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_report_cases);
+	tc = tcase_create("append_done");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_append_done_npo2);
+	tc = tcase_create("wp_ofs");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_wp_ofs_cases);
+	tc = tcase_create("zone_is_reset_by_all");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_zone_is_reset_by_all_cases);
+	tc = tcase_create("zone_limit");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_zone_limit_cases);
 	tc = tcase_create("errno");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_errno_cases);
