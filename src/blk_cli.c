@@ -911,15 +911,15 @@ static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
 			    const char *backend)
 {
 	const struct p2z_dev_info *info;
+	unsigned long errs;
 	uint32_t max;
 	int ret;
 
+	/* The device layer says why it refuses; one line, not two. */
+	errs = p2z_log_errors();
 	ret = p2z_dev_open(path, backend, 0, &blk->dev);
-	if (ret == -EBUSY)
-		return fail(
-			EXIT_FAILURE,
-			"%s: %s (mounted or served already, or claimed by another program)",
-			path, strerror(-ret));
+	if (ret && p2z_log_errors() != errs)
+		return EXIT_FAILURE;
 	if (ret)
 		return fail(EXIT_FAILURE, "%s: %s", path, strerror(-ret));
 	info = &blk->dev->info;

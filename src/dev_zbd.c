@@ -627,7 +627,7 @@ static int p2z_zbd_claim(struct p2z_zbd *zbd, const char *path)
 	ret = -errno;
 	p2z_log(LOG_ERR, "%s: %s", path,
 		ret == -EBUSY ?
-			"in use (mounted, or claimed by another program)" :
+			"Device or resource busy (mounted, or claimed by another program)" :
 			strerror(-ret));
 	return ret;
 }

@@ -382,10 +382,12 @@ static int emu_lock(int fd, enum p2z_emu_lock lock, char *why, size_t len)
 		return 0;
 	if (!flock(fd, op | LOCK_NB))
 		return 0;
-	return errno == EWOULDBLOCK ? p2z_emu_why(why, len, -EBUSY,
-						  "in use by another process") :
-				      p2z_emu_why(why, len, -errno, "flock: %s",
-						  strerror(errno));
+	return errno == EWOULDBLOCK ?
+		       p2z_emu_why(
+			       why, len, -EBUSY,
+			       "Device or resource busy (in use by another process)") :
+		       p2z_emu_why(why, len, -errno, "flock: %s",
+				   strerror(errno));
 }
 
 int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,

@@ -18,11 +18,21 @@ void p2z_log_to_syslog(const char *ident)
 	p2z_use_syslog = true;
 }
 
+/* Lines of LOG_ERR or higher so far (p2z_log_errors()). */
+static unsigned long p2z_log_nr_errors;
+
+unsigned long p2z_log_errors(void)
+{
+	return __atomic_load_n(&p2z_log_nr_errors, __ATOMIC_RELAXED);
+}
+
 void p2z_log(int prio, const char *fmt, ...)
 {
 	char line[512];
 	va_list ap;
 
+	if (prio <= LOG_ERR)
+		__atomic_add_fetch(&p2z_log_nr_errors, 1, __ATOMIC_RELAXED);
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);

@@ -383,15 +383,16 @@ int p2z_nvme_path_claim(struct p2z_nvme_path *np)
 	if (flock(np->fd, LOCK_EX | LOCK_NB)) {
 		ret = -errno;
 		p2z_log(LOG_ERR, "%s: %s", np->ng,
-			ret == -EWOULDBLOCK ? "in use by another po2zfs" :
-					      strerror(-ret));
+			ret == -EWOULDBLOCK ?
+				"Device or resource busy (in use by another po2zfs)" :
+				strerror(-ret));
 		return ret == -EWOULDBLOCK ? -EBUSY : ret;
 	}
 	ret = p2z_nvme_open_disk_excl(np, &np->claim_fd);
 	if (ret) {
 		p2z_log(LOG_ERR, "/dev/%s: %s", np->disk,
 			ret == -EBUSY ?
-				"in use (mounted, or claimed by another program)" :
+				"Device or resource busy (mounted, or claimed by another program)" :
 				strerror(-ret));
 		flock(np->fd, LOCK_UN);
 	}

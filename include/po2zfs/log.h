@@ -22,4 +22,14 @@ void p2z_log_to_syslog(const char *ident);
 void p2z_log(int prio, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/**
+ * p2z_log_errors() - how many lines of priority LOG_ERR or higher p2z_log()
+ * has printed so far
+ *
+ * A caller compares it before and after a call that reports its own
+ * failures (p2z_dev_open()) to print a line of its own only when the call
+ * printed none: one reason, one line.
+ */
+unsigned long p2z_log_errors(void);
+
 #endif /* PO2ZFS_LOG_H */
