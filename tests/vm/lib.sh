@@ -28,6 +28,7 @@ host_pkgs=(
 	libnvme-dev:/usr/include/libnvme.h libzbd-dev:/usr/include/libzbd/zbd.h
 	cmake:/usr/bin/cmake libfuse3-dev:/usr/include/fuse3/fuse.h
 	util-linux:/usr/bin/mount diffutils:/usr/bin/cmp procps:/usr/bin/pgrep
+	f2fs-tools:/usr/sbin/mkfs.f2fs btrfs-progs:/usr/sbin/mkfs.btrfs
 )
 
 install_host_pkgs() {
