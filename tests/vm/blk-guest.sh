@@ -88,6 +88,37 @@ check_geometry() { # cfg dev
 	res_why "$cfg/geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones")"
 }
 
+# The gap between a zone's capacity and the po2 boundary: zeros to read,
+# no writes. Zone 7 finished: its gap reads zeros, a write to it fails and
+# leaves it full. Zone 10 empty: 81 MiB written from its start stops at
+# the capacity (the 81st MiB fails), the 80 MiB before it are there.
+check_gap() { # cfg dev
+	local cfg=$1 dev=$2 z7=$((7 * Z / M)) z10=$((10 * Z / M)) why='' st
+
+	blkzone reset "$dev"
+	blkzone finish -o $((7 * Z / 512)) -c 1 "$dev" || why="$why finish"
+	dd if="$dev" bs=1M skip=$((z7 + CAP / M)) count=1 iflag=direct \
+		status=none 2>/dev/null | cmp -s -n $M - /dev/zero ||
+		why="$why gap-read"
+	dd if="$dev" bs=1M skip=$((z7 + Z / M - 1)) count=1 iflag=direct \
+		status=none 2>/dev/null | cmp -s -n $M - /dev/zero ||
+		why="$why gap-end-read"
+	head -c 4096 /dev/urandom >/tmp/g4k
+	dd if=/tmp/g4k of="$dev" bs=4k seek=$(((7 * Z + CAP) / 4096)) \
+		oflag=direct conv=notrunc status=none 2>/dev/null &&
+		why="$why gap-write-accepted"
+	st=$(blkzone report -o $((7 * Z / 512)) -c 1 "$dev")
+	[[ $st == *"zcond:14(fu)"* ]] || why="$why zone7($st)"
+	head -c $((CAP + M)) /dev/urandom >/tmp/g81
+	dd if=/tmp/g81 of="$dev" bs=1M seek=$z10 oflag=direct conv=notrunc \
+		status=none 2>/dev/null && why="$why write-past-cap-accepted"
+	st=$(blkzone report -o $((10 * Z / 512)) -c 1 "$dev")
+	[[ $st == *"zcond:14(fu)"* ]] || why="$why zone10($st)"
+	dd if="$dev" bs=1M skip=$z10 count=$((CAP / M)) iflag=direct \
+		status=none | cmp -s -n $CAP - /tmp/g81 || why="$why zone10-data"
+	res_why "$cfg/gap" "$why" "reads zeros, writes fail, zone 10 full at capacity"
+}
+
 # zonefs: the super block in zone 0, appends to seq/0 (zone 1) with
 # O_DIRECT, the bytes through the file and raw from the native zone, the
 # file sizes, and seq/1 truncated to its capacity (a zone finish).
@@ -284,6 +315,7 @@ check_bench_raw() { # cfg ng native_zone_bytes
 
 run_checks() { # cfg dev ng native_zone_bytes
 	check_geometry "$1" "$2"
+	check_gap "$1" "$2"
 	check_zonefs "$1" "$2" "$3" "$4"
 	check_fs "$1" f2fs-defaults f2fs "$2" mkfs.f2fs -f -m -c "$2" "$CONV"
 	check_fs "$1" f2fs f2fs "$2" mkfs.f2fs -f -m -o 40 -c "$2" "$CONV"
