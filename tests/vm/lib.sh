@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash disable=SC2154
 #
-# QEMU guest machinery shared by the device tests (tests/vm/run.sh) and the
-# guest benchmark (contrib/bench/guest-bench.sh): host packages, Debian
+# QEMU guest machinery shared by the device tests (tests/vm/run.sh),
+# po2zfs-blk's test (tests/vm/blk.sh) and the guest benchmark
+# (contrib/bench/guest-bench.sh): host packages, Debian
 # kernels, the po2zfs build, a busybox initramfs with the tools, kernel
 # modules, and one boot with one NVMe controller. Sourced, not run.
 #
