@@ -85,7 +85,11 @@ check_geometry() { # cfg dev
 	[ "$(cat "$q/chunk_sectors")" = $((Z / 512)) ] ||
 		why="$why chunk_sectors=$(cat "$q/chunk_sectors")"
 	[ "$(cat "$q/nr_zones")" = $NZ ] || why="$why nr_zones=$(cat "$q/nr_zones")"
-	res_why "$cfg/geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones")"
+	[ "$(cat "$q/logical_block_size")" = 4096 ] ||
+		why="$why logical_block_size=$(cat "$q/logical_block_size")"
+	[ "$(cat "$q/zone_append_max_bytes")" -gt 0 ] ||
+		why="$why zone_append_max_bytes=$(cat "$q/zone_append_max_bytes")"
+	res_why "$cfg/geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), 4 KiB blocks, max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones"), zone append $(($(cat "$q/zone_append_max_bytes") / 1024)) KiB, cache $(cat "$q/write_cache")"
 }
 
 # The gap between a zone's capacity and the po2 boundary: zeros to read,
@@ -466,10 +470,11 @@ run_ublk() {
 	check_del_mounted /dev/ublkb0
 	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
 	r=$?
-	if [ $r = 0 ] && wait_node /dev/ublkb0 0; then
-		res ublk/del PASS
+	if [ $r = 0 ] && wait_node /dev/ublkb0 0 && wait_node /dev/ublkc0 0 &&
+		[ -z "$(po2zfs-blk list 2>&1)" ]; then
+		res ublk/del PASS "no /dev/ublkb0, /dev/ublkc0, nothing listed"
 	else
-		res ublk/del FAIL "exit $r: $out"
+		res ublk/del FAIL "exit $r: $out; list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
 		return
 	fi
 	# again in the foreground, to know the server's process
