@@ -486,9 +486,36 @@ run_ublk() {
 		return
 	fi
 	check_kill /dev/ublkb0 "$ng" "$pid"
+	check_sigterm "$ng"
 	check_bench_raw ublk "$ng" $((96 * M))
+}
+
+# SIGTERM stops the server, which deletes its device and exits 0.
+check_sigterm() { # ng
+	local pid r why=''
+
+	po2zfs-blk add -f "$1" >/tmp/addt.out 2>&1 </dev/null &
+	pid=$!
+	if ! wait_node /dev/ublkb0 1; then
+		res ublk/sigterm FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addt.out)"
+		kill "$pid"
+		return
+	fi
+	kill -TERM "$pid"
+	wait "$pid"
+	r=$?
+	[ $r = 0 ] || why="exit $r"
+	wait_node /dev/ublkb0 0 || why="$why ublkb0-left"
+	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	res_why ublk/sigterm "$why${why:+: $(tr '\n' '|' </tmp/addt.out)}" \
+		"server exit 0, device deleted"
 }
 
 run_ublk
 echo "P2Z-VM ublk done at ${SECONDS}s"
+
+# no kernel warning, bug or oops in the whole run
+out=$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' | head -n 3)
+res_why kernel/log "$out" "no WARNING, BUG or Oops"
 [ ! -e /tmp/p2z-failed ]
