@@ -381,6 +381,45 @@ ebusy_why() { # exit output
 	echo "${why# }"
 }
 
+# Bad input before any device exists, as po2zfs-blk(8) documents it:
+# usage errors exit 2, failures 1, each with one line, and no device is
+# made. "CMD => EXIT" a case.
+check_bad_input() { # conventional ng
+	local c cmd want out r why=''
+
+	for c in "add => 2" "del => 2" "bogus => 2" "add -x $1 => 2" \
+		"add /dev/nonexistent => 1" "add $1 => 1" "add /dev/null => 1" \
+		"del 5 => 1" "del x => 2"; do
+		cmd=${c% => *}
+		want=${c##* => }
+		# shellcheck disable=SC2086 # CMD
+		out=$(timeout 30 po2zfs-blk $cmd 2>&1 </dev/null)
+		r=$?
+		echo "P2Z-VM po2zfs-blk $cmd: exit $r: $out"
+		[ $r = "$want" ] || why="$why {$cmd: exit $r, not $want}"
+		[ "$(echo "$out" | wc -l)" = 1 ] && [ -n "$out" ] ||
+			why="$why {$cmd: $(printf %s "$out" | tr '\n' '|')}"
+	done
+	[ -e /dev/ublkb0 ] && why="$why ublkb0-made"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	res_why ublk/bad-input "$why" "usage exit 2, failures exit 1, one line each, no device"
+}
+
+# After a restart, the server finds what the device holds: the zonefs
+# file del-mounted wrote, through a new mount.
+check_readd() { # dev
+	local m=/mnt/zonefs why=''
+
+	if ! mount -t zonefs "$1" $m; then
+		res ublk/readd FAIL "mount: $(klog zonefs)"
+		return
+	fi
+	[ "$(stat -c %s $m/seq/3)" = $((2 * M)) ] || why="size($(stat -c %s $m/seq/3))"
+	cmp -s $m/seq/3 /tmp/dm || why="$why data"
+	umount $m || why="$why umount"
+	res_why ublk/readd "$why" "2 MiB of zonefs seq/3 back after del and add"
+}
+
 # a second add of the same namespace: EBUSY, no second device
 check_add_again() { # ng
 	local out r why
@@ -456,6 +495,7 @@ run_ublk() {
 		return
 	fi
 	[ -c "$ng" ] || { res ublk/add FAIL "no generic device for nsid 1"; return; }
+	check_bad_input "${NG[2]:-/dev/ng-none}"
 	timeout 60 po2zfs-blk add "$ng" >/tmp/add.out 2>&1 </dev/null
 	r=$?
 	out=$(cat /tmp/add.out)
@@ -485,6 +525,7 @@ run_ublk() {
 		kill "$pid"
 		return
 	fi
+	check_readd /dev/ublkb0
 	check_kill /dev/ublkb0 "$ng" "$pid"
 	check_sigterm "$ng"
 	check_bench_raw ublk "$ng" $((96 * M))
