@@ -13,12 +13,18 @@
 # run twice: on nsid 3's block device (config "ref", the kernel's own
 # view of a po2 namespace: what each filesystem does without po2zfs) and
 # on the /dev/ublkbN that po2zfs-blk makes of nsid 1 (config "ublk"), which
-# must look the same: 16 zones of 262144 sectors, 163840 of capacity.
+# must look the same: geometry (16 zones of 262144 sectors, 163840 of
+# capacity), the gap past the capacity, zonefs (bytes compared with a raw
+# read of the native zone), f2fs and btrfs (a tree of files checksummed,
+# verified after a remount, fsck), fio's zbd mode with verify, and a
+# sequential throughput figure against raw passthrough (informational).
+# Then po2zfs-blk's own behaviour: bad input, a second add of the same
+# namespace, a delete while mounted, a restart finding its data, a server
+# killed after an acknowledged write, SIGTERM; last, the kernel log.
 # Each check prints one "P2Z <config>/<check>: PASS|FAIL|SKIP|REFUSED|INFO
-# <detail>" line; REFUSED is a filesystem's documented refusal of the
-# geometry (none is expected now: a refusal prints FAIL). Then po2zfs-blk's
-# bad input: a second add of the same namespace, a delete while mounted,
-# and a server killed after an acknowledged write.
+# <detail>" line. REFUSED is the one refusal a check expects
+# (EXPECT_REFUSE: mkfs.f2fs' defaults on so small a volume); any other
+# refusal prints FAIL.
 set -u
 M=$((1024 * 1024))
 Z=$((128 * M)) # po2 zone size of both devices under test
