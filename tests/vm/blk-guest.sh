@@ -31,6 +31,9 @@ Z=$((128 * M)) # po2 zone size of both devices under test
 CAP=$((80 * M))
 NZ=16
 SB=/p2z/zonefs-sb.bin
+P2Z_BLK_OLD=0 # 1: a kernel without zoned ublk devices (blk.sh's 6.1 boot)
+# shellcheck source=/dev/null
+. /p2z/vm.conf
 rm -f /tmp/p2z-failed
 SECONDS=0
 
@@ -353,6 +356,38 @@ run_checks() { # cfg dev ng native_zone_bytes
 	check_bench_blk "$2"
 }
 
+# no kernel warning, bug or oops in the whole run
+check_klog() {
+	res_why kernel/log "$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' | head -n 3)" \
+		"no WARNING, BUG or Oops"
+}
+
+# Where ublk cannot make zoned devices, add refuses in one line starting
+# "ublk unavailable:", exit 1, and leaves no ublk device behind.
+check_unavailable() { # ng
+	local out r why=''
+
+	out=$(timeout 30 po2zfs-blk add "$1" 2>&1 </dev/null)
+	r=$?
+	[ $r = 1 ] || why="exit $r"
+	[[ $out == "po2zfs-blk: ublk unavailable: "* ]] || why="$why message"
+	[ "$(echo "$out" | wc -l)" = 1 ] || why="$why $(echo "$out" | wc -l)-lines"
+	ls /dev/ublkb* /dev/ublkc* >/dev/null 2>&1 && why="$why device-left($(ls /dev/ublk[bc]*))"
+	res_why ublk/unavailable "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
+		"$(uname -r), $([ -c /dev/ublk-control ] || echo 'no ')/dev/ublk-control: exit $r: $out"
+}
+
+if [ "$P2Z_BLK_OLD" = 1 ]; then
+	if ! command -v po2zfs-blk >/dev/null; then
+		res ublk/unavailable SKIP "po2zfs-blk was not built"
+	else
+		check_unavailable "${NG[1]:-/dev/ng-none}"
+	fi
+	check_klog
+	[ ! -e /tmp/p2z-failed ]
+	exit
+fi
+
 # ---- reference: the po2 namespace's own block device ----
 
 if [ -b "/dev/${DISK[3]:-none}" ] && [ -c "${NG[3]:-none}" ]; then
@@ -562,7 +597,5 @@ check_sigterm() { # ng
 run_ublk
 echo "P2Z-VM ublk done at ${SECONDS}s"
 
-# no kernel warning, bug or oops in the whole run
-out=$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' | head -n 3)
-res_why kernel/log "$out" "no WARNING, BUG or Oops"
+check_klog
 [ ! -e /tmp/p2z-failed ]
