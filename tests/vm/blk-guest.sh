@@ -441,7 +441,7 @@ ebusy_why() { # exit output
 check_bad_input() { # conventional ng
 	local c cmd want out r why=''
 
-	for c in "add => 2" "del => 2" "bogus => 2" "add -x $1 => 2" \
+	for c in "add => 2" "del => 2" "bogus => 2" "add -x $1 => 2" "add --backend bogus $1 => 2" \
 		"add /dev/nonexistent => 1" "add $1 => 1" "add /dev/null => 1" \
 		"del 5 => 1" "del x => 2"; do
 		cmd=${c% => *}
