@@ -10,6 +10,7 @@ if [ "${1:-}" = --test ]; then
 	pkgs+=(check valgrind clang libclang-rt-14-dev clang-format groff-base fio
 	       python3 shellcheck
 	       qemu-system-x86 busybox-static cpio kmod xz-utils zstd nvme-cli
+	       f2fs-tools btrfs-progs
 	       util-linux mount debootstrap lintian)
 fi
 

@@ -8,7 +8,10 @@
 # tests, a clang libFuzzer build with each fuzz target run for 40 s
 # (tests/fuzz/run.sh), then the device tests in a QEMU guest
 # (tests/vm/run.sh: Debian's 6.1 and 6.12 kernels, NVMe ZNS namespaces npo2
-# and po2). Build trees go to build-*/. P2Z_VM=0 leaves the QEMU step out (a quick local run).
+# and po2), then po2zfs-blk in a QEMU guest (tests/vm/blk.sh: 6.12, zonefs,
+# f2fs, btrfs and fio on the ublk device of an npo2 namespace; 6.1, which
+# has no ublk, for the refusal). Build trees go to build-*/. P2Z_VM=0
+# leaves the QEMU steps out (a quick local run).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -117,6 +120,10 @@ if [ "${P2Z_VM:-1}" != 0 ]; then
 	step "device tests in a QEMU guest (kernels 6.1, 6.12)" \
 		env P2Z_BUILD="$top/build-gcc" P2Z_VM_WORK="$top/build-vm" \
 		bash tests/vm/run.sh
+	# the guest has 900 s; the whole step, with its build, 1200 s
+	step "po2zfs-blk in a QEMU guest (kernel 6.12: zonefs, f2fs, btrfs; 6.1: refusal)" \
+		env P2Z_BUILD="$top/build-gcc" P2Z_VM_WORK="$top/build-vm-blk" \
+		P2Z_VM_TIMEOUT=900 timeout -k 10 1200 bash tests/vm/blk.sh
 fi
 
 echo "run-all: $steps_ok passed, $steps_bad failed, $steps_skipped skipped"

@@ -1,8 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # shellcheck shell=bash disable=SC2154
 #
-# QEMU guest machinery shared by the device tests (tests/vm/run.sh) and the
-# guest benchmark (contrib/bench/guest-bench.sh): host packages, Debian
+# QEMU guest machinery shared by the device tests (tests/vm/run.sh),
+# po2zfs-blk's test (tests/vm/blk.sh) and the guest benchmark
+# (contrib/bench/guest-bench.sh): host packages, Debian
 # kernels, the po2zfs build, a busybox initramfs with the tools, kernel
 # modules, and one boot with one NVMe controller. Sourced, not run.
 #
@@ -28,6 +29,7 @@ host_pkgs=(
 	libnvme-dev:/usr/include/libnvme.h libzbd-dev:/usr/include/libzbd/zbd.h
 	cmake:/usr/bin/cmake libfuse3-dev:/usr/include/fuse3/fuse.h
 	util-linux:/usr/bin/mount diffutils:/usr/bin/cmp procps:/usr/bin/pgrep
+	f2fs-tools:/usr/sbin/mkfs.f2fs btrfs-progs:/usr/sbin/mkfs.btrfs
 )
 
 install_host_pkgs() {

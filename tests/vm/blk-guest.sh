@@ -1,0 +1,614 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Runs inside the po2zfs-blk guest (see blk.sh) as /p2z/guest.sh: one NVMe
+# controller with
+#   nsid 1  npo2 ZNS, 16 zones of 96 MiB, 80 MiB capacity (hidden disk)
+#   nsid 2  conventional, 512 MiB (f2fs's metadata device)
+#   nsid 3  po2 ZNS, 16 zones of 128 MiB, 80 MiB capacity
+# 4 KiB LBAs. Device names are found by namespace id: on 6.12 the generic
+# devices are named in scan order.
+#
+# The checks of run_checks take the device under test as an argument and
+# run twice: on nsid 3's block device (config "ref", the kernel's own
+# view of a po2 namespace: what each filesystem does without po2zfs) and
+# on the /dev/ublkbN that po2zfs-blk makes of nsid 1 (config "ublk"), which
+# must look the same: geometry (16 zones of 262144 sectors, 163840 of
+# capacity), the gap past the capacity, zonefs (bytes compared with a raw
+# read of the native zone), f2fs and btrfs (a tree of files checksummed,
+# verified after a remount, fsck), fio's zbd mode with verify, and a
+# sequential throughput figure against raw passthrough (informational).
+# Then po2zfs-blk's own behaviour: bad input, a second add of the same
+# namespace, a delete while mounted, a restart finding its data, a server
+# killed after an acknowledged write, SIGTERM; last, the kernel log.
+# Each check prints one "P2Z <config>/<check>: PASS|FAIL|SKIP|REFUSED|INFO
+# <detail>" line. REFUSED is the one refusal a check expects
+# (EXPECT_REFUSE: mkfs.f2fs' defaults on so small a volume); any other
+# refusal prints FAIL.
+set -u
+M=$((1024 * 1024))
+Z=$((128 * M)) # po2 zone size of both devices under test
+CAP=$((80 * M))
+NZ=16
+SB=/p2z/zonefs-sb.bin
+P2Z_BLK_OLD=0 # 1: a kernel without zoned ublk devices (blk.sh's 6.1 boot)
+# shellcheck source=/dev/null
+. /p2z/vm.conf
+rm -f /tmp/p2z-failed
+SECONDS=0
+
+res() { # name verdict [detail]
+	echo "P2Z $1: $2${3:+ $3}"
+	[ "$2" != FAIL ] || touch /tmp/p2z-failed
+}
+
+# res_why NAME WHY [DETAIL]: PASS (with DETAIL) if WHY is empty, else FAIL
+res_why() {
+	if [ -z "$2" ]; then
+		res "$1" PASS "${3:-}"
+	else
+		res "$1" FAIL "${2# }"
+	fi
+}
+
+# the kernel's last lines about $1 (a filesystem or driver name)
+klog() {
+	dmesg | grep -i "$1" | tail -n 2 | sed 's/^\[ *[0-9.]*\] //' | tr '\n' ' '
+}
+
+declare -A NG DISK
+for ng in /dev/ng*; do
+	[ -c "$ng" ] && NG[$(p2z_vm_raw nsid "$ng")]=$ng
+done
+for d in /sys/block/nvme*; do
+	[ -e "$d/nsid" ] && DISK[$(cat "$d/nsid")]=${d##*/}
+done
+for n in 1 2 3; do
+	echo "P2Z-VM nsid $n: generic ${NG[$n]:-none}, disk ${DISK[$n]:-none}," \
+		"zoned $(cat "/sys/block/${DISK[$n]:-none}/queue/zoned" 2>/dev/null)"
+done
+CONV=/dev/${DISK[2]:-none}
+
+# "start len cap" of each zone of block device $1, in decimal sectors
+zones() {
+	blkzone report "$1" | sed -n \
+		's/^ *start: \(0x[0-9a-f]*\), len \(0x[0-9a-f]*\), cap \(0x[0-9a-f]*\),.*/\1 \2 \3/p' |
+		while read -r s l c; do echo $((s)) $((l)) $((c)); done
+}
+
+# zones of $1 written to (write pointer past the start), as a count
+zones_used() {
+	blkzone report "$1" | grep -vc 'zcond: *1(em)'
+}
+
+# The geometry: exactly 16 zones of 262144 sectors, capacity 163840.
+check_geometry() { # cfg dev
+	local cfg=$1 dev=$2 want got q=/sys/block/${2#/dev/}/queue why=
+
+	want=$(for i in $(seq 0 $((NZ - 1))); do
+		echo $((i * Z / 512)) $((Z / 512)) $((CAP / 512))
+	done)
+	got=$(zones "$dev")
+	[ "$got" = "$want" ] || why="blkzone report: $(echo "$got" | head -n 2 | tr '\n' ';')... ($(echo "$got" | wc -l) zones)"
+	[ "$(cat "$q/zoned")" = host-managed ] || why="$why zoned=$(cat "$q/zoned")"
+	[ "$(cat "$q/chunk_sectors")" = $((Z / 512)) ] ||
+		why="$why chunk_sectors=$(cat "$q/chunk_sectors")"
+	[ "$(cat "$q/nr_zones")" = $NZ ] || why="$why nr_zones=$(cat "$q/nr_zones")"
+	[ "$(cat "$q/logical_block_size")" = 4096 ] ||
+		why="$why logical_block_size=$(cat "$q/logical_block_size")"
+	[ "$(cat "$q/zone_append_max_bytes")" -gt 0 ] ||
+		why="$why zone_append_max_bytes=$(cat "$q/zone_append_max_bytes")"
+	res_why "$cfg/geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), 4 KiB blocks, max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones"), zone append $(($(cat "$q/zone_append_max_bytes") / 1024)) KiB, cache $(cat "$q/write_cache")"
+}
+
+# The gap between a zone's capacity and the po2 boundary: zeros to read,
+# no writes. Zone 7 finished: its gap reads zeros, a write to it fails and
+# leaves it full. Zone 10 empty: 81 MiB written from its start stops at
+# the capacity (the 81st MiB fails), the 80 MiB before it are there.
+check_gap() { # cfg dev
+	local cfg=$1 dev=$2 z7=$((7 * Z / M)) z10=$((10 * Z / M)) why='' st
+
+	blkzone reset "$dev"
+	blkzone finish -o $((7 * Z / 512)) -c 1 "$dev" || why="$why finish"
+	dd if="$dev" bs=1M skip=$((z7 + CAP / M)) count=1 iflag=direct \
+		status=none 2>/dev/null | cmp -s -n $M - /dev/zero ||
+		why="$why gap-read"
+	dd if="$dev" bs=1M skip=$((z7 + Z / M - 1)) count=1 iflag=direct \
+		status=none 2>/dev/null | cmp -s -n $M - /dev/zero ||
+		why="$why gap-end-read"
+	head -c 4096 /dev/urandom >/tmp/g4k
+	dd if=/tmp/g4k of="$dev" bs=4k seek=$(((7 * Z + CAP) / 4096)) \
+		oflag=direct conv=notrunc status=none 2>/dev/null &&
+		why="$why gap-write-accepted"
+	st=$(blkzone report -o $((7 * Z / 512)) -c 1 "$dev")
+	[[ $st == *"zcond:14(fu)"* ]] || why="$why zone7($st)"
+	head -c $((CAP + M)) /dev/urandom >/tmp/g81
+	dd if=/tmp/g81 of="$dev" bs=1M seek=$z10 oflag=direct conv=notrunc \
+		status=none 2>/dev/null && why="$why write-past-cap-accepted"
+	st=$(blkzone report -o $((10 * Z / 512)) -c 1 "$dev")
+	[[ $st == *"zcond:14(fu)"* ]] || why="$why zone10($st)"
+	dd if="$dev" bs=1M skip=$z10 count=$((CAP / M)) iflag=direct \
+		status=none | cmp -s -n $CAP - /tmp/g81 || why="$why zone10-data"
+	res_why "$cfg/gap" "$why" "reads zeros, writes fail, zone 10 full at capacity"
+}
+
+# zonefs: the super block in zone 0, appends to seq/0 (zone 1) with
+# O_DIRECT, the bytes through the file and raw from the native zone, the
+# file sizes, and seq/1 truncated to its capacity (a zone finish).
+check_zonefs() { # cfg dev ng native_zone_bytes
+	local cfg=$1 dev=$2 ng=$3 nzb=$4 m=/mnt/zonefs why='' n st
+
+	mkdir -p $m
+	blkzone reset "$dev" || { res "$cfg/zonefs" FAIL "blkzone reset"; return; }
+	if ! dd if=$SB of="$dev" bs=4096 count=1 oflag=direct status=none ||
+		! mount -t zonefs "$dev" $m; then
+		res "$cfg/zonefs" FAIL "mount: $(klog zonefs)"
+		return
+	fi
+	n=$(find $m/seq -type f | wc -l)
+	[ "$n" = $((NZ - 1)) ] || why="$why seq-files($n)"
+	[ ! -d $m/cnv ] || [ "$(find $m/cnv -type f | wc -l)" = 0 ] || why="$why cnv-files"
+	head -c $((3 * M)) /dev/urandom >/tmp/zf1
+	head -c $((2 * M)) /dev/urandom >/tmp/zf2
+	dd if=/tmp/zf1 of=$m/seq/0 bs=1M oflag=direct,append conv=notrunc \
+		status=none || why="$why dd1"
+	dd if=/tmp/zf2 of=$m/seq/0 bs=1M oflag=direct,append conv=notrunc \
+		status=none || why="$why dd2"
+	cat /tmp/zf1 /tmp/zf2 >/tmp/zf
+	[ "$(stat -c %s $m/seq/0)" = $((5 * M)) ] ||
+		why="$why size($(stat -c %s $m/seq/0))"
+	[ "$(stat -c %s $m/seq/2)" = 0 ] || why="$why size-empty"
+	cmp -s $m/seq/0 /tmp/zf || why="$why data"
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp -s $m/seq/0 /tmp/zf || why="$why data-uncached"
+	# a write that is not at the end of the file (the write pointer) fails
+	dd if=/tmp/zf2 of=$m/seq/0 bs=1M count=1 oflag=direct conv=notrunc \
+		status=none 2>/dev/null && why="$why overwrite-accepted"
+	p2z_vm_raw read "$ng" $((nzb / 4096)) $((5 * M)) >/tmp/zfraw &&
+		cmp -s /tmp/zfraw /tmp/zf || why="$why raw"
+	truncate -s $CAP $m/seq/1 || why="$why truncate-cap"
+	[ "$(stat -c %s $m/seq/1)" = $CAP ] || why="$why size-full($(stat -c %s $m/seq/1))"
+	st=$(blkzone report -o $((2 * Z / 512)) -c 1 "$dev")
+	[[ $st == *"zcond:14(fu)"* ]] || why="$why zone2($st)"
+	truncate -s $((CAP + 4096)) $m/seq/2 2>/dev/null && why="$why truncate-past-cap"
+	umount $m || why="$why umount"
+	if mount -t zonefs "$dev" $m; then
+		[ "$(stat -c %s $m/seq/0)" = $((5 * M)) ] || why="$why remount-size"
+		cmp -s $m/seq/0 /tmp/zf || why="$why remount-data"
+		umount $m || why="$why umount2"
+	else
+		why="$why remount($(klog zonefs))"
+	fi
+	res_why "$cfg/zonefs" "$why" "5 MiB appended = raw bytes of native zone 1, seq/1 full at $CAP"
+}
+
+# A tree of files in $1 with their checksums in $2: TREE_BYTES bytes.
+TREE_BYTES=0
+mktree() { # dir sums
+	local d=$1 i s
+
+	mkdir -p "$d/a/b/c" "$d/small"
+	for s in 0 1 4095 4096 65537 $((M + 1)) $((8 * M)) $((24 * M)); do
+		head -c $s /dev/urandom >"$d/a/f$s"
+	done
+	head -c $((40 * M)) /dev/urandom >"$d/a/b/c/big"
+	for i in $(seq 100); do
+		head -c $((i * 97)) /dev/urandom >"$d/small/s$i"
+	done
+	(cd "$d" && find . -type f | sort | xargs sha256sum) >"$2" &&
+		TREE_BYTES=$(find "$d" -type f -printf '%s\n' | awk '{ n += $1 } END { print n }')
+}
+
+# mkfs, mount, a tree with checksums, umount, mount, verify, umount.
+# The check is named $2; its filesystem is $3.
+check_fs() { # cfg name fs dev mkfs-command...
+	local cfg=$1 name=$2 fs=$3 dev=$4 m=/mnt/$3 out r why="" used note
+	local mdev=$4
+
+	shift 4
+	mkdir -p "$m"
+	blkzone reset "$dev" || { res "$cfg/$name" FAIL "blkzone reset"; return; }
+	[ "$fs" = f2fs ] && mdev=$CONV
+	out=$("$@" 2>&1)
+	r=$?
+	echo "$out"
+	if [ $r != 0 ]; then
+		refused "$cfg/$name" "$name" "mkfs exit $r: $(echo "$out" | grep -m1 -iE 'error|fail|invalid')"
+		return
+	fi
+	if [ -n "${EXPECT_REFUSE[$name]:-}" ]; then
+		res "$cfg/$name" FAIL "mkfs accepted what it refused before (${EXPECT_REFUSE[$name]})"
+		return
+	fi
+	if ! out=$(mount -t "$fs" "$mdev" "$m" 2>&1); then
+		refused "$cfg/$name" "$name" "mount: $out $(klog "$fs")"
+		return
+	fi
+	mktree "$m/t" "/tmp/sums.$fs" || why="$why write"
+	sync
+	used=$(zones_used "$dev")
+	umount "$m" || why="$why umount"
+	if ! mount -t "$fs" "$mdev" "$m"; then
+		res "$cfg/$name" FAIL "${why# } remount: $(klog "$fs")"
+		return
+	fi
+	(cd "$m/t" && sha256sum -c --quiet "/tmp/sums.$fs") || why="$why verify"
+	umount "$m" || why="$why umount2"
+	# the filesystem's own checker, changing nothing
+	note="fsck clean"
+	case $fs in
+	f2fs) out=$(fsck.f2fs --dry-run -f "$mdev" 2>&1) ;;
+	btrfs) out=$(btrfs check --readonly "$dev" 2>&1) ;;
+	esac
+	r=$?
+	echo "$out"
+	# fsck.f2fs 1.15 counts the free segments of zones whose capacity is
+	# below their size otherwise than the kernel does (on the reference
+	# device too): that line failing, and only it, is expected.
+	if [ "$fs" = f2fs ] && [ $r = 1 ] &&
+		[ "$(echo "$out" | grep -F '[Fail]' | sed 's/ *\[0x[0-9a-f]*\]$//')" = "$F2FS_FSCK_KNOWN" ]; then
+		r=0
+		note="fsck clean but for its free segment count (known)"
+	fi
+	[ $r = 0 ] || why="$why fsck($r: $(echo "$out" | grep -m1 -iE '\[Fail\]|error|corrupt|invalid|wrong'))"
+	[ "$used" -gt 0 ] || why="$why no-zone-written"
+	res_why "$cfg/$name" "$why" "$(wc -l <"/tmp/sums.$fs") files, $((TREE_BYTES / M)) MiB, verified after remount, $note, $used zones written"
+}
+
+# The one refusal expected of each check that names one: f2fs with
+# mkfs.f2fs' defaults. f2fs-tools 1.15 keeps (2 * (100 / ovp + 1) + 6)
+# sections for GC and overprovisioning, at most 10% ovp on a volume of
+# 256 segments or more: 28 sections of 128 MiB, more than 16 zones and
+# 512 MiB of conventional space hold. The same on the reference device:
+# a matter of size, not of po2zfs-blk. With -o 40 (13 sections) it
+# formats (the "f2fs" check).
+F2FS_FSCK_KNOWN='[FSCK] free segment_count matched with CP             [Fail]'
+declare -A EXPECT_REFUSE=([f2fs-defaults]="Device size is not sufficient for F2FS volume")
+refused() { # name fs message
+	local want=${EXPECT_REFUSE[$2]:-}
+
+	if [ -n "$want" ] && [[ $3 == *"$want"* ]]; then
+		res "$1" REFUSED "$3"
+	else
+		res "$1" FAIL "unexpected refusal: $3"
+	fi
+}
+
+# bytes fio moved in section $2 (read, write) of its JSON output $1
+fio_bytes() {
+	awk -v sec="$2" '$0 ~ "^ *\"" sec "\" : \\{" { in_s = 1 }
+		in_s && /"io_bytes" :/ { sub(/,/, "", $3); print $3; exit }' "$1"
+}
+
+fio_mibs() {
+	awk -v sec="$2" '$0 ~ "^ *\"" sec "\" : \\{" { in_s = 1 }
+		in_s && /"bw_bytes" :/ { sub(/,/, "", $3); printf "%.1f\n", $3 / 1048576; exit }' "$1"
+}
+
+# fio in zbd mode: two zones (4 and 5) written with crc32c and verified.
+check_fio_verify() { # cfg dev
+	local cfg=$1 dev=$2 j=/tmp/fio-verify.json r w rd
+
+	blkzone reset "$dev"
+	fio --name=zbd-verify --filename="$dev" --direct=1 --ioengine=psync \
+		--zonemode=zbd --rw=write --bs=128k --offset=$((4 * Z)) \
+		--size=$((2 * Z)) --verify=crc32c --do_verify=1 \
+		--output-format=json --output=$j >/tmp/fio-verify.err 2>&1
+	r=$?
+	w=$(fio_bytes $j write)
+	rd=$(fio_bytes $j read)
+	if [ $r = 0 ] && [ "$w" = $((2 * CAP)) ] && [ "$rd" = $((2 * CAP)) ]; then
+		res "$cfg/fio-verify" PASS "2 zones, $((2 * CAP / M)) MiB written and verified (crc32c)"
+	else
+		res "$cfg/fio-verify" FAIL "fio exit $r, wrote ${w:-?} read ${rd:-?} bytes: $(grep -m1 -iE 'err|verify' /tmp/fio-verify.err)"
+	fi
+}
+
+# MiB/s of one sequential fio job (64 KiB commands: below every transfer
+# limit of the guest's queues), or "err"
+bench_job() { # rw args...
+	local rw=$1 j=/tmp/bench.json
+
+	shift
+	if fio --name=bench --rw="$rw" --bs=64k --iodepth=1 --zonemode=zbd \
+		--output-format=json --output=$j "$@" >/tmp/bench.err 2>&1; then
+		fio_mibs $j "$rw"
+	else
+		echo err
+	fi
+}
+
+# "<write MiB/s> <read MiB/s>", the better of two rounds each (the host
+# is shared): the zones reset with command $1, written, read.
+bench_pair() { # reset-command fio-args...
+	local reset=$1 i w r bw=0 br=0
+
+	shift
+	for i in 1 2; do
+		$reset >/dev/null 2>&1
+		w=$(bench_job write "$@")
+		r=$(bench_job read "$@")
+		[ "$w" = err ] && bw=err
+		[ "$r" = err ] && br=err
+		[ "$bw" = err ] || bw=$(awk -v a="$bw" -v b="$w" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+		[ "$br" = err ] || br=$(awk -v a="$br" -v b="$r" 'BEGIN { print (b + 0 > a + 0) ? b : a }')
+	done
+	echo "$bw $br"
+}
+
+# 2 zones written then read through the zoned block device (zones 8-9),
+# and raw with passthrough commands on the native namespace (its zones
+# 12-13, untouched by the block device). Informational.
+BW=
+check_bench_blk() { # dev
+	BW=$(bench_pair "blkzone reset $1" --filename="$1" --direct=1 \
+		--ioengine=io_uring --offset=$((8 * Z)) --size=$((2 * Z)))
+}
+
+check_bench_raw() { # cfg ng native_zone_bytes
+	local w r bw br ratio
+
+	read -r w r < <(bench_pair "nvme zns reset-zone $2 -a" \
+		--filename="$2" --ioengine=io_uring_cmd --cmd_type=nvme \
+		--offset=$((12 * $3)) --size=$((2 * $3)))
+	read -r bw br <<<"$BW"
+	ratio=$(awk -v a="$bw" -v b="$br" -v c="$w" -v d="$r" 'BEGIN {
+		printf "%s/%s", (c + 0 > 0 ? sprintf("%.2f", a / c) : "-"),
+			(d + 0 > 0 ? sprintf("%.2f", b / d) : "-") }')
+	res "$1/blk-bench" INFO "seq 64k qd1, best of 2, MiB/s: write $bw (raw $w), read $br (raw $r), block/raw write/read $ratio"
+}
+
+run_checks() { # cfg dev ng native_zone_bytes
+	check_geometry "$1" "$2"
+	check_gap "$1" "$2"
+	check_zonefs "$1" "$2" "$3" "$4"
+	check_fs "$1" f2fs-defaults f2fs "$2" mkfs.f2fs -f -m -c "$2" "$CONV"
+	check_fs "$1" f2fs f2fs "$2" mkfs.f2fs -f -m -o 40 -c "$2" "$CONV"
+	check_fs "$1" btrfs btrfs "$2" mkfs.btrfs -f -O zoned -d single -m single "$2"
+	check_fio_verify "$1" "$2"
+	check_bench_blk "$2"
+}
+
+# no kernel warning, bug or oops in the whole run
+check_klog() {
+	res_why kernel/log "$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' | head -n 3)" \
+		"no WARNING, BUG or Oops"
+}
+
+# Where ublk cannot make zoned devices, add refuses in one line starting
+# "ublk unavailable:", exit 1, and leaves no ublk device behind.
+check_unavailable() { # ng
+	local out r why=''
+
+	out=$(timeout 30 po2zfs-blk add "$1" 2>&1 </dev/null)
+	r=$?
+	[ $r = 1 ] || why="exit $r"
+	[[ $out == "po2zfs-blk: ublk unavailable: "* ]] || why="$why message"
+	[ "$(echo "$out" | wc -l)" = 1 ] || why="$why $(echo "$out" | wc -l)-lines"
+	ls /dev/ublkb* /dev/ublkc* >/dev/null 2>&1 && why="$why device-left($(ls /dev/ublk[bc]*))"
+	res_why ublk/unavailable "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
+		"$(uname -r), $([ -c /dev/ublk-control ] || echo 'no ')/dev/ublk-control: exit $r: $out"
+}
+
+if [ "$P2Z_BLK_OLD" = 1 ]; then
+	if ! command -v po2zfs-blk >/dev/null; then
+		res ublk/unavailable SKIP "po2zfs-blk was not built"
+	else
+		check_unavailable "${NG[1]:-/dev/ng-none}"
+	fi
+	check_klog
+	[ ! -e /tmp/p2z-failed ]
+	exit
+fi
+
+# ---- reference: the po2 namespace's own block device ----
+
+if [ -b "/dev/${DISK[3]:-none}" ] && [ -c "${NG[3]:-none}" ]; then
+	run_checks ref "/dev/${DISK[3]}" "${NG[3]}" $Z
+	check_bench_raw ref "${NG[3]}" $Z
+else
+	res ref/setup FAIL "no block device for nsid 3"
+fi
+echo "P2Z-VM ref done at ${SECONDS}s"
+
+# ---- po2zfs-blk ----
+
+# poll for $1 to exist (1) or not (0), up to 10 s; 0 if it did
+wait_node() { # path 1|0
+	local i
+
+	for i in $(seq 200); do
+		if [ "$2" = 1 ]; then [ -e "$1" ] && return 0; else [ -e "$1" ] || return 0; fi
+		sleep 0.05
+	done
+	return 1
+}
+
+# A refusal as po2zfs-blk(8) documents it: exit 1 and a one-line reason
+# with EBUSY's text. Empty if so, else what differs.
+ebusy_why() { # exit output
+	local why=''
+
+	[ "$1" = 1 ] || why="exit $1"
+	[ "$(echo "$2" | wc -l)" = 1 ] || why="$why $(echo "$2" | wc -l)-lines"
+	[[ $2 == *"Device or resource busy"* ]] || why="$why no-EBUSY"
+	echo "${why# }"
+}
+
+# Bad input before any device exists, as po2zfs-blk(8) documents it:
+# usage errors exit 2, failures 1, each with one line, and no device is
+# made. "CMD => EXIT" a case.
+check_bad_input() { # conventional ng
+	local c cmd want out r why=''
+
+	for c in "add => 2" "del => 2" "bogus => 2" "add -x $1 => 2" "add --backend bogus $1 => 2" \
+		"add /dev/nonexistent => 1" "add $1 => 1" "add /dev/null => 1" \
+		"del 5 => 1" "del x => 2"; do
+		cmd=${c% => *}
+		want=${c##* => }
+		# shellcheck disable=SC2086 # CMD
+		out=$(timeout 30 po2zfs-blk $cmd 2>&1 </dev/null)
+		r=$?
+		echo "P2Z-VM po2zfs-blk $cmd: exit $r: $out"
+		[ $r = "$want" ] || why="$why {$cmd: exit $r, not $want}"
+		[ "$(echo "$out" | wc -l)" = 1 ] && [ -n "$out" ] ||
+			why="$why {$cmd: $(printf %s "$out" | tr '\n' '|')}"
+	done
+	[ -e /dev/ublkb0 ] && why="$why ublkb0-made"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	res_why ublk/bad-input "$why" "usage exit 2, failures exit 1, one line each, no device"
+}
+
+# After a restart, the server finds what the device holds: the zonefs
+# file del-mounted wrote, through a new mount.
+check_readd() { # dev
+	local m=/mnt/zonefs why=''
+
+	if ! mount -t zonefs "$1" $m; then
+		res ublk/readd FAIL "mount: $(klog zonefs)"
+		return
+	fi
+	[ "$(stat -c %s $m/seq/3)" = $((2 * M)) ] || why="size($(stat -c %s $m/seq/3))"
+	cmp -s $m/seq/3 /tmp/dm || why="$why data"
+	umount $m || why="$why umount"
+	res_why ublk/readd "$why" "2 MiB of zonefs seq/3 back after del and add"
+}
+
+# a second add of the same namespace: EBUSY, no second device
+check_add_again() { # ng
+	local out r why
+
+	out=$(timeout 30 po2zfs-blk add "$1" 2>&1 </dev/null)
+	r=$?
+	why=$(ebusy_why $r "$out")
+	[ -e /dev/ublkb1 ] && why="$why ublkb1-made"
+	res_why ublk/add-again "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
+		"exit $r: $out"
+}
+
+# del while zonefs is mounted: refused (EBUSY), the device and the data
+# stay
+check_del_mounted() { # dev
+	local dev=$1 m=/mnt/zonefs out r why=''
+
+	blkzone reset "$dev"
+	if ! dd if=$SB of="$dev" bs=4096 count=1 oflag=direct status=none ||
+		! mount -t zonefs "$dev" $m; then
+		res ublk/del-mounted FAIL "mount: $(klog zonefs)"
+		return
+	fi
+	head -c $((2 * M)) /dev/urandom >/tmp/dm
+	dd if=/tmp/dm of=$m/seq/3 bs=1M oflag=direct,append conv=notrunc \
+		status=none || why="$why dd"
+	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
+	r=$?
+	why="$why $(ebusy_why $r "$out")"
+	why=${why% }
+	[ -b "$dev" ] || why="$why device-gone"
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp -s $m/seq/3 /tmp/dm || why="$why data"
+	umount $m || why="$why umount"
+	res_why ublk/del-mounted "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
+		"exit $r: $out"
+}
+
+# SIGKILL the server after an acknowledged O_DIRECT write to zone 6, then
+# del cleans up, and the bytes are in native zone 6.
+check_kill() { # dev ng pid
+	local dev=$1 ng=$2 pid=$3 out r why=
+
+	head -c $((4 * M)) /dev/urandom >/tmp/kw
+	dd if=/tmp/kw of="$dev" bs=1M seek=$((6 * Z / M)) oflag=direct \
+		conv=notrunc status=none || why="$why dd"
+	kill -KILL "$pid" || why="$why kill"
+	wait "$pid" 2>/dev/null
+	out=$(po2zfs-blk list 2>&1)
+	[[ $out == "/dev/ublkb0"*"dead"* ]] || why="$why list-after-kill($out)"
+	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 0 ] || why="$why del-exit($r: $out)"
+	wait_node /dev/ublkb0 0 || why="$why ublkb0-left"
+	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
+	out=$(po2zfs-blk list 2>&1)
+	! echo "$out" | grep -q ublk || why="$why list($out)"
+	p2z_vm_raw read "$ng" $((6 * 96 * M / 4096)) $((4 * M)) >/tmp/kwraw &&
+		cmp -s /tmp/kwraw /tmp/kw || why="$why raw-bytes"
+	res_why ublk/kill "$why" "4 MiB acknowledged, server killed, del cleaned up, bytes in native zone 6"
+}
+
+run_ublk() {
+	local ng=${NG[1]:-} out r pid
+
+	if [ ! -c /dev/ublk-control ]; then
+		res ublk/available FAIL "no /dev/ublk-control: $(klog ublk)"
+		return
+	fi
+	res ublk/available PASS "/dev/ublk-control, $(uname -r)"
+	if ! command -v po2zfs-blk >/dev/null; then
+		res ublk/add SKIP "po2zfs-blk was not built"
+		return
+	fi
+	[ -c "$ng" ] || { res ublk/add FAIL "no generic device for nsid 1"; return; }
+	check_bad_input "${NG[2]:-/dev/ng-none}"
+	timeout 60 po2zfs-blk add "$ng" >/tmp/add.out 2>&1 </dev/null
+	r=$?
+	out=$(cat /tmp/add.out)
+	if [ $r != 0 ] || [ "$out" != /dev/ublkb0 ] || ! wait_node /dev/ublkb0 1; then
+		res ublk/add FAIL "exit $r: $out"
+		return
+	fi
+	res ublk/add PASS "po2zfs-blk add $ng: $out"
+	echo "P2Z-VM po2zfs-blk list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
+	run_checks ublk /dev/ublkb0 "$ng" $((96 * M))
+	check_add_again "$ng"
+	check_del_mounted /dev/ublkb0
+	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
+	r=$?
+	if [ $r = 0 ] && wait_node /dev/ublkb0 0 && wait_node /dev/ublkc0 0 &&
+		[ -z "$(po2zfs-blk list 2>&1)" ]; then
+		res ublk/del PASS "no /dev/ublkb0, /dev/ublkc0, nothing listed"
+	else
+		res ublk/del FAIL "exit $r: $out; list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
+		return
+	fi
+	# again in the foreground, to know the server's process
+	po2zfs-blk add -f "$ng" >/tmp/addf.out 2>&1 </dev/null &
+	pid=$!
+	if ! wait_node /dev/ublkb0 1; then
+		res ublk/kill FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addf.out)"
+		kill "$pid"
+		return
+	fi
+	check_readd /dev/ublkb0
+	check_kill /dev/ublkb0 "$ng" "$pid"
+	check_sigterm "$ng"
+	check_bench_raw ublk "$ng" $((96 * M))
+}
+
+# SIGTERM stops the server, which deletes its device and exits 0.
+check_sigterm() { # ng
+	local pid r why=''
+
+	po2zfs-blk add -f "$1" >/tmp/addt.out 2>&1 </dev/null &
+	pid=$!
+	if ! wait_node /dev/ublkb0 1; then
+		res ublk/sigterm FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addt.out)"
+		kill "$pid"
+		return
+	fi
+	kill -TERM "$pid"
+	wait "$pid"
+	r=$?
+	[ $r = 0 ] || why="exit $r"
+	wait_node /dev/ublkb0 0 || why="$why ublkb0-left"
+	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	res_why ublk/sigterm "$why${why:+: $(tr '\n' '|' </tmp/addt.out)}" \
+		"server exit 0, device deleted"
+}
+
+run_ublk
+echo "P2Z-VM ublk done at ${SECONDS}s"
+
+check_klog
+[ ! -e /tmp/p2z-failed ]
