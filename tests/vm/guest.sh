@@ -281,7 +281,7 @@ test_owner() { # config ng disk
 			r=$?
 			is_mounted "$m2" && umount -l "$m2"
 			[ $r = 0 ] || [ $r = 124 ] && why="$why second($t)"
-			[[ $out == *"in use"* ]] || why="$why message($t: $out)"
+			[[ $out == *"Device or resource busy ("* ]] || why="$why message($t: $out)"
 		done
 		[ "$(xa user.dev.backend "$mnt")" = "$2" ] || why="$why serving($1)"
 		umount "$mnt" || why="$why umount($1)"
