@@ -53,13 +53,14 @@ static int p2z_dev_check_info(const struct p2z_dev *dev)
 	    !in->nr_zones || !in->zone_lba ||
 	    in->max_xfer_bytes < in->lba_bytes ||
 	    in->max_xfer_bytes % in->lba_bytes ||
-	    in->max_append_bytes % in->lba_bytes) {
+	    in->max_append_bytes % in->lba_bytes ||
+	    (in->buf_align && !p2z_is_po2_u32(in->buf_align))) {
 		p2z_log(LOG_ERR,
-			"%s: backend %s reported an invalid geometry (lba %u, zones %llu, zone %llu LBAs, xfer %u, append %u)",
+			"%s: backend %s reported an invalid geometry (lba %u, zones %llu, zone %llu LBAs, xfer %u, append %u, alignment %u)",
 			dev->path, dev->ops->name, in->lba_bytes,
 			(unsigned long long)in->nr_zones,
 			(unsigned long long)in->zone_lba, in->max_xfer_bytes,
-			in->max_append_bytes);
+			in->max_append_bytes, in->buf_align);
 		return -EIO;
 	}
 	return 0;
@@ -142,6 +143,8 @@ int p2z_dev_open(const char *path, const char *backend, unsigned int flags,
 		p2z_dev_close(dev);
 		return ret;
 	}
+	if (!dev->info.buf_align)
+		dev->info.buf_align = 1;
 	*devp = dev;
 	return 0;
 }

@@ -980,6 +980,7 @@ static int emu_do_open(const char *path, unsigned int flags,
 	if (dfd >= 0) {
 		(*ep)->data_fd = dfd;
 		(*ep)->direct = true;
+		(*ep)->dev.info.buf_align = EMU_DIO_ALIGN;
 	}
 	if (!rdonly)
 		emu_power_cycle(*ep);

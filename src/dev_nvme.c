@@ -754,6 +754,7 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 		goto out_close;
 	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
 	nv->dma_mask = p2z_nvme_path_dma_mask("/sys", w) | 3;
+	nv->dev.info.buf_align = nv->dma_mask + 1;
 	ret = p2z_rings_init(&nv->rings, P2Z_NVME_QD,
 			     IORING_SETUP_SQE128 | IORING_SETUP_CQE32,
 			     nv->dma_mask > 3 ? nv->dev.info.max_xfer_bytes : 0,

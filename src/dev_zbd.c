@@ -593,6 +593,7 @@ static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 	info->max_xfer_bytes =
 		p2z_zbd_max_xfer("/sys", zbd->name, zi->lblock_size);
 	info->max_append_bytes = info->max_xfer_bytes;
+	info->buf_align = zi->lblock_size; /* O_DIRECT */
 	return 0;
 }
 

@@ -370,9 +370,11 @@ static ssize_t p2z_fs_copy_in(void *buf, struct fuse_bufvec *in)
 
 /*
  * Where the request's data is for the device: in place, where libfuse read
- * it into memory (right after the request header) at an address the device
- * layer takes, so that no copy is made that the hardware does not need;
- * otherwise (a pipe, several pieces) copied into a pool buffer, *@buf.
+ * it into memory (right after the request header), if the device takes it
+ * at that address as it is (NVMe passthrough on a normal namespace: dwords),
+ * so that no copy is made that the hardware does not need; otherwise (a
+ * pipe, several pieces, a device that wants more alignment, which the
+ * request header's 80 bytes break) copied once into a pool buffer, *@buf.
  * Return: the length, or -errno.
  */
 static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
@@ -380,9 +382,12 @@ static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
 {
 	const struct fuse_buf *b = &in->buf[in->idx];
 	const char *mem = (const char *)b->mem + in->off;
+	uintptr_t align = p2z_zone_buf_align(fs->zt);
 
+	if (align < P2Z_ZONE_BUF_MIN_ALIGN)
+		align = P2Z_ZONE_BUF_MIN_ALIGN;
 	if (in->count == 1 && !(b->flags & FUSE_BUF_IS_FD) &&
-	    !((uintptr_t)mem % P2Z_ZONE_BUF_MIN_ALIGN)) {
+	    !((uintptr_t)mem & (align - 1))) {
 		*data = mem;
 		return (ssize_t)(b->size - in->off);
 	}

@@ -89,6 +89,10 @@ struct p2z_zone_info {
  * @max_active: maximum active zones, 0 = no limit
  * @max_append_bytes: largest single zone append, a multiple of @lba_bytes
  * @max_xfer_bytes: largest single read/write, a multiple of @lba_bytes
+ * @buf_align: buffer address alignment (a power of two) the device takes
+ *	       as it is; a less aligned buffer still works, but the backend
+ *	       copies it through aligned memory of its own, piece by piece.
+ *	       0 from a backend means 1.
  */
 struct p2z_dev_info {
 	uint32_t lba_bytes;
@@ -98,6 +102,7 @@ struct p2z_dev_info {
 	uint32_t max_active;
 	uint32_t max_append_bytes;
 	uint32_t max_xfer_bytes;
+	uint32_t buf_align;
 };
 
 /* p2z_dev_open() flags */

@@ -356,9 +356,28 @@ int p2z_zone_flush(struct p2z_zone_table *zt, uint64_t zidx);
 /*
  * Buffers passed to p2z_zone_write() need only this: NVMe passthrough takes
  * dword-aligned memory as it is, and backends whose hardware wants more
- * (O_DIRECT on a block device or image file) bounce through aligned memory
- * of their own. So the daemon hands the device the data where FUSE put it.
+ * (O_DIRECT on a block device or image file, the hidden disk of an npo2
+ * namespace) bounce through aligned memory of their own, a piece of at
+ * most the transfer limit at a time. See p2z_zone_buf_align().
  */
 #define P2Z_ZONE_BUF_MIN_ALIGN 8
+
+/**
+ * p2z_zone_buf_align() - the alignment write data needs to go to the
+ * device as it is, without the backend's bounce
+ * @zt: table
+ *
+ * A caller holding less aligned data can copy it once into an aligned
+ * buffer of its own instead: the same bytes copied, but in one piece
+ * rather than one per device command (glibc copies pieces below its
+ * non-temporal threshold with "rep movsb", which a TCG guest runs about
+ * six times slower than the one large copy).
+ *
+ * Return: a power of two, at least 1.
+ */
+static inline uint32_t p2z_zone_buf_align(const struct p2z_zone_table *zt)
+{
+	return zt->dev->info.buf_align;
+}
 
 #endif /* PO2ZFS_ZONE_H */

@@ -2352,6 +2352,8 @@ START_TEST(test_open_direct_fd)
 	count_image_fds(&nr, &nr_direct);
 	ck_assert_int_eq(nr, direct ? 2 : 1);
 	ck_assert_int_eq(nr_direct, direct ? 1 : 0);
+	/* What the fs layer copies write data into alignment for. */
+	ck_assert_uint_eq(dev->info.buf_align, direct ? 4096 : 1);
 	p2z_dev_close(dev);
 	count_image_fds(&nr, &nr_direct);
 	ck_assert_int_eq(nr, 0);
