@@ -487,6 +487,67 @@ static void p2z_remount_join(struct p2z_remount *rm)
 		pthread_join(rm->thread, NULL);
 }
 
+/*
+ * Read-ahead of the mount, in KiB: FUSE's largest request (max_pages, 256
+ * pages since Linux 4.20, what libfuse asks for with a 1 MiB max_write).
+ * The kernel starts a FUSE mount at its default of 128 KiB and lowers it
+ * to the daemon's max_readahead in the INIT reply, never raises it: only
+ * the bdi's read_ahead_kb in sysfs does. With 128 KiB, a sequential
+ * buffered reader costs a round trip through the daemon per 256 KiB; with
+ * 1 MiB, per 1 MiB (guest, 1 MiB reads: 144-206 -> 210-221 MiB/s).
+ */
+#define P2Z_READAHEAD_KB (P2Z_FS_MAX_WRITE / 1024)
+
+/*
+ * Raise the mount's read-ahead, once the INIT reply has set it: the bdi is
+ * the mount's anonymous device, /sys/class/bdi/MAJ:MIN. Root only, like
+ * the knob; a daemon that cannot keeps the kernel's default and says so.
+ */
+static void p2z_raise_readahead(const char *mountpoint)
+{
+	char path[64];
+	struct statx stx;
+	int fd, ret, n;
+
+	ret = p2z_remount_stat(mountpoint, &fd, &stx);
+	if (ret) {
+		p2z_log(LOG_INFO, "%s: read-ahead stays at the default: %s",
+			mountpoint, strerror(-ret));
+		return;
+	}
+	close(fd);
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 stx.stx_dev_major, stx.stx_dev_minor);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : dprintf(fd, "%u\n", P2Z_READAHEAD_KB);
+	if (n < 0)
+		p2z_log(LOG_INFO, "%s: read-ahead stays at the default: %s: %s",
+			mountpoint, path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/*
+ * The first request of a session is INIT (the kernel sends nothing else
+ * before the reply). Served here, before the workers start, so that its
+ * reply has set the mount's limits when the read-ahead is raised. A signal
+ * or an unmount before it leaves the session exited, and the loop ends.
+ */
+static void p2z_serve_init(struct fuse_session *se, const char *mountpoint)
+{
+	struct fuse_buf fbuf = { .mem = NULL };
+	int ret;
+
+	do {
+		ret = fuse_session_receive_buf(se, &fbuf);
+	} while (ret == -EINTR && !fuse_session_exited(se));
+	if (ret > 0)
+		fuse_session_process_buf(se, &fbuf);
+	free(fbuf.mem);
+	if (ret > 0 && !fuse_session_exited(se))
+		p2z_raise_readahead(mountpoint);
+}
+
 static int p2z_serve(struct fuse_session *se, const struct p2z_main_opts *o)
 {
 	struct fuse_loop_config *cfg;
@@ -504,6 +565,7 @@ static int p2z_serve(struct fuse_session *se, const struct p2z_main_opts *o)
 		return -ENOMEM;
 	fuse_loop_cfg_set_max_threads(cfg, P2Z_MAX_THREADS);
 	fuse_loop_cfg_set_idle_threads(cfg, P2Z_IDLE_THREADS);
+	p2z_serve_init(se, o->mountpoint_abs);
 	/* A signal (SIGTERM, SIGINT) ends the loop with its positive number. */
 	ret = fuse_session_loop_mt(se, cfg);
 	fuse_loop_cfg_destroy(cfg);
