@@ -12,7 +12,9 @@
 # Variants: zonefs (nsid 2's block device), po2 (po2zfs on nsid 3's
 # /dev/ngXnY), npo2 (po2zfs on nsid 1's), raw-po2 and raw-npo2 (fio's
 # io_uring_cmd engine on the same generic devices, zones 8 and up, which
-# the mounts do not use). All mounted at once. Per round, per I/O size:
+# the mounts do not use), null (p2z_nullfs: FUSE with po2zfs's settings
+# and no device, the floor any FUSE filesystem stands on). All mounted at
+# once. Per round, per I/O size:
 # a direct append to a freshly reset zone file, a direct read and a
 # buffered read of it (after drop_caches), every variant once, in an order
 # rotated every round. Raw passthrough has no append in fio: it writes
@@ -32,7 +34,7 @@ M=$((1024 * 1024))
 B=/tmp/bench
 J=$B/json
 RES=$B/results
-mkdir -p "$J" /mnt/zonefs /mnt/po2 /mnt/npo2
+mkdir -p "$J" /mnt/zonefs /mnt/po2 /mnt/npo2 /mnt/null
 : >"$RES"
 
 say() { echo "P2Z-BENCH $*"; }
@@ -86,6 +88,26 @@ mount_po2zfs() { # variant nsid
 		sleep 0.05
 	done
 	say "po2zfs $ng did not mount: $(tail -n 1 "$B/daemon-$v.log")"
+	return 1
+}
+
+# FUSE alone, with the read-ahead po2zfs sets on its own mounts
+mount_null() {
+	local dev
+
+	p2z_nullfs /mnt/null >"$B/daemon-null.log" 2>&1 &
+	PID[null]=$!
+	for _ in $(seq 400); do
+		if mountpoint -q /mnt/null; then
+			dev=$(mountpoint -d /mnt/null)
+			echo 1024 >"/sys/class/bdi/$dev/read_ahead_kb" ||
+				say "null: read-ahead stays at the default"
+			return 0
+		fi
+		kill -0 "${PID[null]}" 2>/dev/null || break
+		sleep 0.05
+	done
+	say "p2z_nullfs did not mount: $(tail -n 1 "$B/daemon-null.log")"
 	return 1
 }
 
@@ -166,6 +188,7 @@ run_job() { # round variant op size index
 		;;
 	esac
 	# the daemon's own counters of this job (user.dev.stats)
+	[ "$v" = null ] && f=
 	[ -n "$f" ] && setfattr -n user.dev.stats -v 0 "/mnt/$v" 2>/dev/null
 	fio "${args[@]}" --output="$out" >"$out.err" 2>&1
 	n=$?
@@ -236,6 +259,8 @@ END {
 			ratios(rv, "npo2", "zonefs", ops[o], sizes[s])
 			ratios(rv, "po2", "raw-po2", ops[o], sizes[s])
 			ratios(rv, "npo2", "raw-npo2", ops[o], sizes[s])
+			ratios(rv, "null", "zonefs", ops[o], sizes[s])
+			ratios(rv, "po2", "null", ops[o], sizes[s])
 		}
 	print "| job | zonefs MiB/s | po2zfs po2 | ratio | po2zfs npo2 | ratio |"
 	print "|---|---|---|---|---|---|"
@@ -267,18 +292,34 @@ END {
 			    fmtr(med("npo2" SUBSEP "raw-npo2" k, rv))
 		}
 	print ""
-	print "Completion latency per request (fio clat mean, µs, median of the rounds):"
+	print "FUSE alone (p2z_nullfs: po2zfs's FUSE settings, no device; what" \
+	    " every FUSE filesystem pays), MiB/s and ratio to zonefs:"
 	print ""
-	print "| job | zonefs | po2zfs po2 | po2zfs npo2 | raw po2 | raw npo2 |"
-	print "|---|---|---|---|---|---|"
+	print "| job | null MiB/s | null / zonefs | po2zfs po2 / null |"
+	print "|---|---|---|---|"
 	for (o = 1; o <= 3; o++)
 		for (s = 1; s <= ns; s++) {
 			op = ops[o]; bs = sizes[s]
 			k = SUBSEP op SUBSEP bs
-			printf "| %s %s | %s | %s | %s | %s | %s |\n",
+			printf "| %s %s | %s | %s | %s |\n",
+			    name[op], label(bs), fmt(med("null" k, mv)),
+			    fmtr(med("null" SUBSEP "zonefs" k, rv)),
+			    fmtr(med("po2" SUBSEP "null" k, rv))
+		}
+	print ""
+	print "Completion latency per request (fio clat mean, µs, median of the rounds):"
+	print ""
+	print "| job | zonefs | po2zfs po2 | po2zfs npo2 | raw po2 | raw npo2 | null |"
+	print "|---|---|---|---|---|---|---|"
+	for (o = 1; o <= 3; o++)
+		for (s = 1; s <= ns; s++) {
+			op = ops[o]; bs = sizes[s]
+			k = SUBSEP op SUBSEP bs
+			printf "| %s %s | %s | %s | %s | %s | %s | %s |\n",
 			    name[op], label(bs), fmt(med("zonefs" k, cv)),
 			    fmt(med("po2" k, cv)), fmt(med("npo2" k, cv)),
-			    fmt(med("raw-po2" k, cv)), fmt(med("raw-npo2" k, cv))
+			    fmt(med("raw-po2" k, cv)), fmt(med("raw-npo2" k, cv)),
+			    fmt(med("null" k, cv))
 		}
 }
 function label(bs) {
@@ -339,6 +380,7 @@ mount_po2zfs npo2 1 && VARS+=(npo2)
 for v in "${VARS[@]}"; do
 	echo "first $v $(ms ls -l "/mnt/$v/seq/")" >>"$B/ls"
 done
+mount_null && VARS+=(null)
 if [ "$BENCH_RAW" = 1 ]; then
 	[ -n "${NG[3]:-}" ] && VARS+=(raw-po2)
 	[ -n "${NG[1]:-}" ] && VARS+=(raw-npo2)
@@ -367,7 +409,7 @@ for r in $(seq "$BENCH_ROUNDS"); do
 		k=$((k + 1))
 	done
 	for v in "${VARS[@]}"; do
-		[[ $v == raw-* ]] || echo "again $v $(ms ls -l "/mnt/$v/seq/")" >>"$B/ls"
+		[[ $v == raw-* || $v == null ]] || echo "again $v $(ms ls -l "/mnt/$v/seq/")" >>"$B/ls"
 	done
 	DONE=$r
 	say "round $r done, ${SECONDS}s"
@@ -409,7 +451,7 @@ stats_table() {
 
 { table; stats_table; } | sed 's/^/P2Z-TABLE /'
 
-for v in po2 npo2; do
+for v in po2 npo2 null; do
 	mountpoint -q "/mnt/$v" || continue
 	umount "/mnt/$v" || say "umount /mnt/$v failed"
 	wait "${PID[$v]}" || say "po2zfs ($v) exited with $?"

@@ -4,7 +4,8 @@
 # Guest benchmark: the kernel's zonefs against po2zfs on NVMe ZNS
 # namespaces that QEMU emulates, in one boot of a Debian kernel (TCG,
 # 2 vCPUs), with raw io_uring passthrough alongside, so the daemon's own
-# cost shows. Run as root on Debian 12, from anywhere:
+# cost shows, and a FUSE filesystem that does nothing (p2z_nullfs), so
+# FUSE's own cost shows. Run as root on Debian 12, from anywhere:
 #
 #   contrib/bench/guest-bench.sh
 #
@@ -110,11 +111,18 @@ main() {
 	gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
 		-o "$work/bin/p2z_zonefs_sb" "$bench/p2z_zonefs_sb.c" ||
 		die "p2z_zonefs_sb did not build"
+	# shellcheck disable=SC2046 # pkg-config's flags are words
+	gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
+		$(pkg-config --cflags fuse3) -o "$work/bin/p2z_nullfs" \
+		"$bench/p2z_nullfs.c" $(pkg-config --libs fuse3) -lpthread ||
+		die "p2z_nullfs did not build"
 	kroot=$(fetch_kernel "$kernel") || die "no kernel $kernel"
 	kver=$(ls "$kroot/lib/modules")
 
 	root=$work/root
 	vm_base_root "$root" "$bench/guest-bench-vm.sh"
+	cp "$work/bin/p2z_nullfs" "$root/p2z/bin/" || die "no p2z_nullfs"
+	copy_libs "$root" "$work/bin/p2z_nullfs"
 	"$work/bin/p2z_zonefs_sb" "$root/p2z/zonefs-sb.bin" ||
 		die "no zonefs super block"
 	mkdir -p "$images" && imgdir=$(mktemp -d "$images/po2zfs-gbench.XXXXXX") ||
