@@ -232,6 +232,18 @@ function fmt(x) {
 }
 function fmtr(x) { return x == "" ? "-" : sprintf("%.2f", x) }
 function add(arr, key, x) { arr[key] = arr[key] " " x }
+# the bound of a synchronous request through FUSE: at least the FUSE
+# round trip (null) and the device's time (zonefs's whole time, at best),
+# one after the other: per byte 1/null + 1/zonefs, so at most
+# null / (null + zonefs) of zonefs's throughput
+function bounds(arr, op, bs,    r, n, z) {
+	for (r = 1; r <= nr; r++)
+		if ((r, "null", op, bs) in mib && (r, "zonefs", op, bs) in mib) {
+			n = mib[r, "null", op, bs]; z = mib[r, "zonefs", op, bs]
+			if (n + z > 0)
+				add(arr, "bound" SUBSEP op SUBSEP bs, n / (n + z))
+		}
+}
 function ratios(arr, a, b, op, bs,    r) {
 	for (r = 1; r <= nr; r++)
 		if ((r, a, op, bs) in mib && (r, b, op, bs) in mib &&
@@ -261,6 +273,7 @@ END {
 			ratios(rv, "npo2", "raw-npo2", ops[o], sizes[s])
 			ratios(rv, "null", "zonefs", ops[o], sizes[s])
 			ratios(rv, "po2", "null", ops[o], sizes[s])
+			bounds(rv, ops[o], sizes[s])
 		}
 	print "| job | zonefs MiB/s | po2zfs po2 | ratio | po2zfs npo2 | ratio |"
 	print "|---|---|---|---|---|---|"
@@ -293,17 +306,22 @@ END {
 		}
 	print ""
 	print "FUSE alone (p2z_nullfs: po2zfs's FUSE settings, no device; what" \
-	    " every FUSE filesystem pays), MiB/s and ratio to zonefs:"
+	    " every FUSE filesystem pays), MiB/s and ratio to zonefs; the bound" \
+	    " of a direct request through FUSE, null / (null + zonefs): its" \
+	    " round trip and the device's time (zonefs's, at best) one after" \
+	    " the other:"
 	print ""
-	print "| job | null MiB/s | null / zonefs | po2zfs po2 / null |"
-	print "|---|---|---|---|"
+	print "| job | null MiB/s | null / zonefs | bound | po2zfs po2 / zonefs | po2zfs po2 / null |"
+	print "|---|---|---|---|---|---|"
 	for (o = 1; o <= 3; o++)
 		for (s = 1; s <= ns; s++) {
 			op = ops[o]; bs = sizes[s]
 			k = SUBSEP op SUBSEP bs
-			printf "| %s %s | %s | %s | %s |\n",
+			printf "| %s %s | %s | %s | %s | %s | %s |\n",
 			    name[op], label(bs), fmt(med("null" k, mv)),
 			    fmtr(med("null" SUBSEP "zonefs" k, rv)),
+			    op == "bread" ? "-" : fmtr(med("bound" k, rv)),
+			    fmtr(med("po2" SUBSEP "zonefs" k, rv)),
 			    fmtr(med("po2" SUBSEP "null" k, rv))
 		}
 	print ""
