@@ -184,6 +184,12 @@ build()
 	for f in "$PO2ZFS" "$EMU" "$P2ZB"; do
 		[ -x "$f" ] || die "$f is missing (configure with -DP2Z_BENCH=ON)"
 	done
+	NULLFS=$BUILD/p2z_nullfs
+	# shellcheck disable=SC2046 # pkg-config's flags are words
+	gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
+		$(pkg-config --cflags fuse3) -o "$NULLFS" \
+		"$TOP/contrib/bench/p2z_nullfs.c" $(pkg-config --libs fuse3) \
+		-lpthread >>"$log" 2>&1 || die "p2z_nullfs did not build (log: $log)"
 	BUILD_TYPE=$(sed -n 's/^CMAKE_BUILD_TYPE:STRING=//p' "$BUILD/CMakeCache.txt")
 }
 
@@ -237,14 +243,19 @@ cleanup()
 }
 
 # mount_image KEY IMAGE: mount IMAGE on $WORK/mnt-KEY with the daemon in
-# the foreground (backgrounded here) and wait for it, bounded.
+# the foreground (backgrounded here) and wait for it, bounded. KEY null:
+# p2z_nullfs instead (no image).
 mount_image()
 {
 	local k=$1 i
 
 	MNT[$k]=$WORK/mnt-$k
 	mkdir "${MNT[$k]}"
-	"$PO2ZFS" "$WORK/$2" "${MNT[$k]}" -f "${MOUNT_OPTS[@]}" >"$WORK/daemon-$k.log" 2>&1 &
+	if [ "$k" = null ]; then
+		"$NULLFS" "${MNT[$k]}" >"$WORK/daemon-$k.log" 2>&1 &
+	else
+		"$PO2ZFS" "$WORK/$2" "${MNT[$k]}" -f "${MOUNT_OPTS[@]}" >"$WORK/daemon-$k.log" 2>&1 &
+	fi
 	DAEMON[$k]=$!
 	for ((i = 0; i < 500; i++)); do
 		is_mounted "${MNT[$k]}" && return 0
@@ -289,6 +300,7 @@ setup()
 	create_image npo2-writers-direct.img npo2
 	create_image npo2-writers-mount.img npo2
 	mount_image wr npo2-writers-mount.img
+	mount_image null ""
 	MAX_APPEND=$(getfattr --only-values -n user.dev.max_append "${MNT[npo2]}" 2>/dev/null || echo '?')
 }
 
@@ -449,6 +461,24 @@ measure_mount()
 	record "$k.r" "$(mibs_of "$n" "$secs")"
 }
 
+# FUSE alone: the mount's dd commands on p2z_nullfs (writes dropped, reads
+# zeros), what any FUSE filesystem costs before it does any work
+measure_null()
+{
+	local f=${MNT[null]}/seq/0 err=$WORK/dd.err secs
+
+	truncate -s 0 "$f"
+	prefault "$BYTES"
+	dd if=/dev/zero of="$f" oflag=append conv="$DD_CONV" bs="$BS" \
+		count="$COUNT" 2>"$err" || die "dd to $f failed: $(tail -n 1 "$err")"
+	secs=$(dd_secs "$err")
+	record null.w "$(mibs_of "$BYTES" "$secs")"
+	dd if="$f" of=/dev/null iflag=direct bs="$BS" count="$COUNT" 2>"$err" ||
+		die "dd from $f failed: $(tail -n 1 "$err")"
+	secs=$(dd_secs "$err")
+	record null.r "$(mibs_of "$BYTES" "$secs")"
+}
+
 # Part 4, one I/O size: the npo2 images of part 1, mount then direct (the
 # round's order reverses every other round, as for the other variants)
 measure_size_mount()
@@ -528,7 +558,7 @@ measure_ls()
 # One round: every variant once; reversed order on odd rounds (A B .. B A).
 run_round()
 {
-	local r=$1 g w i steps=(host) step=()
+	local r=$1 g w i steps=(host null) step=()
 
 	for g in "${GEOMS[@]}"; do
 		steps+=("direct $g" "mount $g")
@@ -567,6 +597,15 @@ spread()
 {
 	tr ' ' '\n' <<<"${VALS[$1]}" | grep . | sort -g |
 		awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'
+}
+
+# bound A B: median over rounds of A/(A+B), paired round by round: the
+# throughput, relative to B's, of B's work done after A's, one after the other
+bound()
+{
+	paste -d ' ' <(tr ' ' '\n' <<<"${VALS[$1]}" | grep .) \
+		<(tr ' ' '\n' <<<"${VALS[$2]}" | grep .) |
+		awk '$1 + $2 > 0 { print $1 / ($1 + $2) }' | median_ratio
 }
 
 # ratio A B: median over rounds of A/B, paired round by round
@@ -628,6 +667,7 @@ report()
 	echo
 	printf '  %-34s %21s %21s %5s %5s\n' "" "write (append)" "read" "dmn.w" "dmn.r"
 	row "host file, dd$([ "$ODIRECT" = 1 ] && echo ' O_DIRECT'), no po2zfs" host.w host.r
+	row "FUSE alone (p2z_nullfs), dd" null.w null.r
 	for g in "${GEOMS[@]}"; do
 		lbl="$g ${ZSIZE[$g]}/${ZCAP[$g]}"
 		row "$lbl direct (p2z_bench)" "$g.direct.w" "$g.direct.r"
@@ -639,6 +679,10 @@ report()
 	for g in "${GEOMS[@]}"; do
 		printf '  %-40s %6s %6s\n' "mount / direct, $g" \
 			"$(ratio "$g.mount.w" "$g.direct.w")" "$(ratio "$g.mount.r" "$g.direct.r")"
+	done
+	for g in "${GEOMS[@]}"; do
+		printf '  %-40s %6s %6s\n' "bound: FUSE, then direct, $g" \
+			"$(bound null.w "$g.direct.w")" "$(bound null.r "$g.direct.r")"
 	done
 	printf '  %-40s %6s %6s\n' "npo2 / po2, through the mount" \
 		"$(ratio npo2.mount.w po2.mount.w)" "$(ratio npo2.mount.r po2.mount.r)"
@@ -682,6 +726,7 @@ report()
 	echo "  po2zfs-emu create IMG --zone-size 96M|64M --zone-cap 80M|48M --zones $NR_ZONES --lba-size $LBA"
 	echo "    IMG: {npo2,po2}-{direct,mount}.img, npo2-writers-{direct,mount}.img"
 	echo "  po2zfs *-mount.img MNT -f ${MOUNT_OPTS[*]}  (3 daemons: npo2, po2, npo2 writers)"
+	echo "  null:   p2z_nullfs MNT; the mount's dd commands on MNT/seq/0 (bound = null / (null + direct))"
 	echo "  direct: p2z_bench -o append|read -s $BS -n ${MIB}M [-t N]$([ "$FLUSH" = 1 ] && echo ' --flush') $DIO G-direct.img"
 	echo "  sizes:  the same with -s SIZE -n ${SIZE_MIB}M, dd bs=SIZE, on npo2-{direct,mount}.img"
 	echo "  ls:     po2zfs-emu create ls.img --zone-size 1M --zones $LS_ZONES; po2zfs ls.img MNT -f ${MOUNT_OPTS[*]}; ls -l MNT/seq > FILE; twice"
