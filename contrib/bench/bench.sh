@@ -462,21 +462,11 @@ measure_mount()
 }
 
 # FUSE alone: the mount's dd commands on p2z_nullfs (writes dropped, reads
-# zeros), what any FUSE filesystem costs before it does any work
+# zeros), what any FUSE filesystem costs before it does any work; keys
+# null.mount.w|r
 measure_null()
 {
-	local f=${MNT[null]}/seq/0 err=$WORK/dd.err secs
-
-	truncate -s 0 "$f"
-	prefault "$BYTES"
-	dd if=/dev/zero of="$f" oflag=append conv="$DD_CONV" bs="$BS" \
-		count="$COUNT" 2>"$err" || die "dd to $f failed: $(tail -n 1 "$err")"
-	secs=$(dd_secs "$err")
-	record null.w "$(mibs_of "$BYTES" "$secs")"
-	dd if="$f" of=/dev/null iflag=direct bs="$BS" count="$COUNT" 2>"$err" ||
-		die "dd from $f failed: $(tail -n 1 "$err")"
-	secs=$(dd_secs "$err")
-	record null.r "$(mibs_of "$BYTES" "$secs")"
+	measure_mount null
 }
 
 # Part 4, one I/O size: the npo2 images of part 1, mount then direct (the
@@ -599,21 +589,24 @@ spread()
 		awk 'NR == 1 { lo = $1 } { hi = $1 } END { printf "%.0f-%.0f", lo, hi }'
 }
 
-# bound A B: median over rounds of A/(A+B), paired round by round: the
-# throughput, relative to B's, of B's work done after A's, one after the other
-bound()
+# paired A B: "a b" lines, the values of A and B round by round
+paired()
 {
 	paste -d ' ' <(tr ' ' '\n' <<<"${VALS[$1]}" | grep .) \
-		<(tr ' ' '\n' <<<"${VALS[$2]}" | grep .) |
-		awk '$1 + $2 > 0 { print $1 / ($1 + $2) }' | median_ratio
+		<(tr ' ' '\n' <<<"${VALS[$2]}" | grep .)
 }
 
 # ratio A B: median over rounds of A/B, paired round by round
 ratio()
 {
-	paste -d ' ' <(tr ' ' '\n' <<<"${VALS[$1]}" | grep .) \
-		<(tr ' ' '\n' <<<"${VALS[$2]}" | grep .) |
-		awk '$2 > 0 { print $1 / $2 }' | median_ratio
+	paired "$1" "$2" | awk '$2 > 0 { print $1 / $2 }' | median_ratio
+}
+
+# bound A B: median over rounds of A/(A+B), paired round by round: the
+# throughput, relative to B's, of B's work done after A's, one after the other
+bound()
+{
+	paired "$1" "$2" | awk '$1 + $2 > 0 { print $1 / ($1 + $2) }' | median_ratio
 }
 
 median_ratio()
@@ -667,7 +660,8 @@ report()
 	echo
 	printf '  %-34s %21s %21s %5s %5s\n' "" "write (append)" "read" "dmn.w" "dmn.r"
 	row "host file, dd$([ "$ODIRECT" = 1 ] && echo ' O_DIRECT'), no po2zfs" host.w host.r
-	row "FUSE alone (p2z_nullfs), dd" null.w null.r
+	row "FUSE alone (p2z_nullfs), dd" null.mount.w null.mount.r \
+		"$(cpu_share null.mount.w)" "$(cpu_share null.mount.r)"
 	for g in "${GEOMS[@]}"; do
 		lbl="$g ${ZSIZE[$g]}/${ZCAP[$g]}"
 		row "$lbl direct (p2z_bench)" "$g.direct.w" "$g.direct.r"
@@ -682,7 +676,8 @@ report()
 	done
 	for g in "${GEOMS[@]}"; do
 		printf '  %-40s %6s %6s\n' "bound: FUSE, then direct, $g" \
-			"$(bound null.w "$g.direct.w")" "$(bound null.r "$g.direct.r")"
+			"$(bound null.mount.w "$g.direct.w")" \
+			"$(bound null.mount.r "$g.direct.r")"
 	done
 	printf '  %-40s %6s %6s\n' "npo2 / po2, through the mount" \
 		"$(ratio npo2.mount.w po2.mount.w)" "$(ratio npo2.mount.r po2.mount.r)"

@@ -75,6 +75,17 @@ mount_zonefs() {
 	fi
 }
 
+# wait_mount VARIANT: its daemon (PID[VARIANT]) mounted /mnt/VARIANT, or
+# exited, or 20 s passed (1)
+wait_mount() {
+	for _ in $(seq 400); do
+		mountpoint -q "/mnt/$1" && return 0
+		kill -0 "${PID[$1]}" 2>/dev/null || break
+		sleep 0.05
+	done
+	return 1
+}
+
 mount_po2zfs() { # variant nsid
 	local v=$1 ng=${NG[$2]:-} opts=()
 
@@ -82,11 +93,7 @@ mount_po2zfs() { # variant nsid
 	[ -z "$BENCH_OPTS" ] || opts=(-o "$BENCH_OPTS")
 	po2zfs "$ng" "/mnt/$v" -f "${opts[@]}" >"$B/daemon-$v.log" 2>&1 &
 	PID[$v]=$!
-	for _ in $(seq 400); do
-		mountpoint -q "/mnt/$v" && return 0
-		kill -0 "${PID[$v]}" 2>/dev/null || break
-		sleep 0.05
-	done
+	wait_mount "$v" && return 0
 	say "po2zfs $ng did not mount: $(tail -n 1 "$B/daemon-$v.log")"
 	return 1
 }
@@ -97,18 +104,13 @@ mount_null() {
 
 	p2z_nullfs /mnt/null >"$B/daemon-null.log" 2>&1 &
 	PID[null]=$!
-	for _ in $(seq 400); do
-		if mountpoint -q /mnt/null; then
-			dev=$(mountpoint -d /mnt/null)
-			echo 1024 >"/sys/class/bdi/$dev/read_ahead_kb" ||
-				say "null: read-ahead stays at the default"
-			return 0
-		fi
-		kill -0 "${PID[null]}" 2>/dev/null || break
-		sleep 0.05
-	done
-	say "p2z_nullfs did not mount: $(tail -n 1 "$B/daemon-null.log")"
-	return 1
+	if ! wait_mount null; then
+		say "p2z_nullfs did not mount: $(tail -n 1 "$B/daemon-null.log")"
+		return 1
+	fi
+	dev=$(mountpoint -d /mnt/null)
+	echo 1024 >"/sys/class/bdi/$dev/read_ahead_kb" ||
+		say "null: read-ahead stays at the default"
 }
 
 # ---- measurements ----
