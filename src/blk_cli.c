@@ -412,7 +412,7 @@ static int p2z_blk_write(struct p2z_blk *blk, const struct ublksrv_io_desc *iod,
 		return ret < 0 ? -errno : -EIO;
 	native = (p2z_geom_zone_start(&blk->g, zidx) << blk->g.lba_shift) +
 		 t.zone_ofs;
-	ret = p2z_dev_pwrite(blk->dev, buf, t.len, native);
+	ret = p2z_dev_pwrite(blk->dev, buf, t.len, native, 0);
 	if (ret != (ssize_t)t.len) {
 		p2z_blk_zone_refresh(blk, zidx);
 		return p2z_blk_errno(ret < 0 ? (int)ret : -EIO);
@@ -436,7 +436,7 @@ static int p2z_blk_append(struct p2z_blk *blk,
 	ret = pread(blk->cdev_fd, buf, len, buf_ofs);
 	if (ret != (ssize_t)len)
 		return ret < 0 ? -errno : -EIO;
-	ret = p2z_dev_append(blk->dev, zidx, buf, len, &lba);
+	ret = p2z_dev_append(blk->dev, zidx, buf, len, &lba, 0);
 	if (ret != (ssize_t)len ||
 	    p2z_blk_append_done(&blk->g, zidx, blk->zones[zidx].cap_lba, lba,
 				len >> blk->g.lba_shift, sector, &wp_ofs)) {

@@ -165,7 +165,7 @@ static ssize_t p2z_dev_count(struct p2z_dev *dev, unsigned int op, uint64_t t0,
 			     ssize_t ret)
 {
 	bool sized = op == P2Z_DEV_STAT_READ || op == P2Z_DEV_STAT_WRITE ||
-		     op == P2Z_DEV_STAT_APPEND;
+		     op == P2Z_DEV_STAT_APPEND || op == P2Z_DEV_STAT_FUA;
 
 	p2z_stat_add(&dev->stats[op], t0, sized || ret < 0 ? ret : 0, sized);
 	return ret;
@@ -235,8 +235,38 @@ ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs)
 			     p2z_dev_do_pread(dev, buf, len, ofs));
 }
 
+/*
+ * The flags a backend gets: P2Z_IO_FUA only if it sets ops->fua; the
+ * dispatcher flushes after the write for the others.
+ */
+static unsigned int p2z_dev_op_flags(const struct p2z_dev *dev,
+				     unsigned int flags)
+{
+	return dev->ops->fua ? flags : flags & ~P2Z_IO_FUA;
+}
+
+/*
+ * A write asked for with P2Z_IO_FUA: on a backend without FUA the written
+ * bytes are durable once the device is flushed (counted as a flush, since
+ * it is one on the device). Every such write is also counted as "fua",
+ * whatever the backend does, with the time until it was durable.
+ */
+static ssize_t p2z_dev_fua_flush(struct p2z_dev *dev, unsigned int flags,
+				 uint64_t t0, ssize_t written)
+{
+	ssize_t ret = written;
+
+	if (!(flags & P2Z_IO_FUA))
+		return written;
+	if (written > 0 && !dev->ops->fua)
+		ret = p2z_dev_flush(dev);
+	if (ret >= 0)
+		ret = written;
+	return p2z_dev_count(dev, P2Z_DEV_STAT_FUA, t0, ret);
+}
+
 static ssize_t p2z_dev_do_pwrite(struct p2z_dev *dev, const void *buf,
-				 size_t len, uint64_t ofs)
+				 size_t len, uint64_t ofs, unsigned int flags)
 {
 	size_t done = 0;
 
@@ -249,7 +279,8 @@ static ssize_t p2z_dev_do_pwrite(struct p2z_dev *dev, const void *buf,
 		if (n > dev->info.max_xfer_bytes)
 			n = dev->info.max_xfer_bytes;
 		ret = dev->ops->pwrite(dev, (const char *)buf + done, n,
-				       ofs + done);
+				       ofs + done,
+				       p2z_dev_op_flags(dev, flags));
 		if (ret <= 0) {
 			if (done)
 				break;
@@ -261,16 +292,19 @@ static ssize_t p2z_dev_do_pwrite(struct p2z_dev *dev, const void *buf,
 }
 
 ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
-		       uint64_t ofs)
+		       uint64_t ofs, unsigned int flags)
 {
 	uint64_t t0 = p2z_stat_now();
+	ssize_t ret;
 
-	return p2z_dev_count(dev, P2Z_DEV_STAT_WRITE, t0,
-			     p2z_dev_do_pwrite(dev, buf, len, ofs));
+	ret = p2z_dev_count(dev, P2Z_DEV_STAT_WRITE, t0,
+			    p2z_dev_do_pwrite(dev, buf, len, ofs, flags));
+	return p2z_dev_fua_flush(dev, flags, t0, ret);
 }
 
 static ssize_t p2z_dev_do_append(struct p2z_dev *dev, uint64_t zidx,
-				 const void *buf, size_t len, uint64_t *lba)
+				 const void *buf, size_t len, uint64_t *lba,
+				 unsigned int flags)
 {
 	size_t max = dev->info.max_append_bytes;
 	size_t done = 0;
@@ -289,7 +323,8 @@ static ssize_t p2z_dev_do_append(struct p2z_dev *dev, uint64_t zidx,
 		if (n > max)
 			n = max;
 		ret = dev->ops->append(dev, zidx, (const char *)buf + done, n,
-				       &piece_lba);
+				       &piece_lba,
+				       p2z_dev_op_flags(dev, flags));
 		if (ret <= 0) {
 			if (done)
 				break;
@@ -303,12 +338,14 @@ static ssize_t p2z_dev_do_append(struct p2z_dev *dev, uint64_t zidx,
 }
 
 ssize_t p2z_dev_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
-		       size_t len, uint64_t *lba)
+		       size_t len, uint64_t *lba, unsigned int flags)
 {
 	uint64_t t0 = p2z_stat_now();
+	ssize_t ret;
 
-	return p2z_dev_count(dev, P2Z_DEV_STAT_APPEND, t0,
-			     p2z_dev_do_append(dev, zidx, buf, len, lba));
+	ret = p2z_dev_count(dev, P2Z_DEV_STAT_APPEND, t0,
+			    p2z_dev_do_append(dev, zidx, buf, len, lba, flags));
+	return p2z_dev_fua_flush(dev, flags, t0, ret);
 }
 
 int p2z_dev_flush(struct p2z_dev *dev)

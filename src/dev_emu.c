@@ -610,12 +610,13 @@ static ssize_t emu_cnv_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
 }
 
 static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
-			  uint64_t ofs)
+			  uint64_t ofs, unsigned int flags)
 {
 	struct emu_dev *e = P2Z_EMU(dev);
 	uint64_t zidx, rel, nlb, wp;
 	struct emu_zone *z;
 	int ret;
+	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (e->rdonly)
 		return -EROFS;
@@ -636,12 +637,13 @@ static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 }
 
 static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
-			  size_t len, uint64_t *lba)
+			  size_t len, uint64_t *lba, unsigned int flags)
 {
 	struct emu_dev *e = P2Z_EMU(dev);
 	struct emu_zone *z;
 	uint64_t wp;
 	int ret;
+	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (e->rdonly)
 		return -EROFS;

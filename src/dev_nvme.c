@@ -300,11 +300,12 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
  * max_xfer_bytes, one at a time, so writes of a zone stay in order.
  */
 static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
-			       uint64_t ofs)
+			       uint64_t ofs, unsigned int flags)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
 	struct p2z_nvme_cmd c;
 	int ret;
+	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
@@ -319,13 +320,15 @@ static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 }
 
 static ssize_t p2z_nvme_append(struct p2z_dev *dev, uint64_t zidx,
-			       const void *buf, size_t len, uint64_t *lba)
+			       const void *buf, size_t len, uint64_t *lba,
+			       unsigned int flags)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
 	uint32_t lba_bytes = dev->info.lba_bytes;
 	struct p2z_nvme_cmd c;
 	uint64_t result = 0;
 	int ret;
+	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;

@@ -205,11 +205,12 @@ static int __p2z_zbd_write(struct p2z_zbd *zbd, uint64_t zidx, const void *buf,
 
 /* A write inside one zone at a time: the zone's lock orders them. */
 static ssize_t p2z_zbd_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
-			      uint64_t ofs)
+			      uint64_t ofs, unsigned int flags)
 {
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
 	size_t done = 0;
 	int ret;
+	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
@@ -429,12 +430,14 @@ static int __p2z_zbd_wp(struct p2z_zbd *zbd, uint64_t zidx, uint64_t *wp)
 }
 
 static ssize_t p2z_zbd_append(struct p2z_dev *dev, uint64_t zidx,
-			      const void *buf, size_t len, uint64_t *lba)
+			      const void *buf, size_t len, uint64_t *lba,
+			      unsigned int flags)
 {
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
 	uint32_t lba_bytes = dev->info.lba_bytes;
 	uint64_t wp;
 	int ret;
+	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;

@@ -133,6 +133,7 @@ const char *p2z_dev_stat_name(unsigned int op)
 		[P2Z_DEV_STAT_MGMT] = "mgmt",
 		[P2Z_DEV_STAT_REPORT] = "report",
 		[P2Z_DEV_STAT_FLUSH] = "flush",
+		[P2Z_DEV_STAT_FUA] = "fua",
 	};
 
 	return op < P2Z_DEV_STAT_NR ? names[op] : "?";

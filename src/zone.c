@@ -520,8 +520,9 @@ static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 	ssize_t n;
 
 	if (!zt->priv->use_append)
-		return p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + wp);
-	n = p2z_dev_append(zt->dev, zidx, buf, len, &lba);
+		return p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + wp,
+				      0);
+	n = p2z_dev_append(zt->dev, zidx, buf, len, &lba, 0);
 	if (n > 0 && lba != want) {
 		p2z_log(LOG_ERR,
 			"zone %" PRIu64 ": append landed at LBA %" PRIu64
@@ -582,7 +583,7 @@ static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
 	pthread_mutex_unlock(&z->lock);
 	if (ret || !len)
 		return ret;
-	n = p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + ofs);
+	n = p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + ofs, 0);
 	if (n == (ssize_t)len || (n < 0 && !p2z_zone_err_is_io(n)))
 		return n;
 	p2z_log(LOG_ERR,

@@ -537,13 +537,13 @@ static ssize_t p2z_bench_zone_io(struct p2z_bench_job *j, size_t len,
 
 	switch (j->op) {
 	case P2Z_BENCH_APPEND:
-		n = p2z_dev_append(j->dev, j->zidx, j->buf, len, &lba);
+		n = p2z_dev_append(j->dev, j->zidx, j->buf, len, &lba, 0);
 		/* As the daemon does: the device chose the LBA. */
 		if (n > 0 && lba != want)
 			return -EILSEQ;
 		return n;
 	case P2Z_BENCH_WRITE:
-		return p2z_dev_pwrite(j->dev, j->buf, len, byte_ofs);
+		return p2z_dev_pwrite(j->dev, j->buf, len, byte_ofs, 0);
 	case P2Z_BENCH_READ:
 		return p2z_dev_pread(j->dev, j->buf, len, byte_ofs);
 	}

@@ -93,6 +93,10 @@ struct p2z_zone_info {
  *	       as it is; a less aligned buffer still works, but the backend
  *	       copies it through aligned memory of its own, piece by piece.
  *	       0 from a backend means 1.
+ * @volatile_cache: the device has a volatile write cache (NVMe VWC, a
+ *		    block device's "write back" cache, an emu image made with
+ *		    --volatile-cache): completed writes are durable only after
+ *		    a flush or when written with P2Z_IO_FUA
  */
 struct p2z_dev_info {
 	uint32_t lba_bytes;
@@ -103,6 +107,7 @@ struct p2z_dev_info {
 	uint32_t max_append_bytes;
 	uint32_t max_xfer_bytes;
 	uint32_t buf_align;
+	bool volatile_cache;
 };
 
 /* p2z_dev_open() flags */
@@ -120,11 +125,20 @@ struct p2z_dev_info {
  */
 #define P2Z_DEV_DIRECT (1U << 2)
 
+/*
+ * p2z_dev_pwrite()/p2z_dev_append() flags: force unit access, the data is
+ * on stable media when the call returns (O_DSYNC, REQ_FUA). A backend that
+ * sets ops->fua honours it per command; for the others the dispatcher
+ * flushes the device after the write.
+ */
+#define P2Z_IO_FUA (1U << 0)
+
 struct p2z_dev;
 
 /**
  * struct p2z_dev_ops - one backend
  * @name: "nvme", "zbd" or "emu"
+ * @fua: @pwrite and @append honour P2Z_IO_FUA in @flags themselves
  * @splits_reads: @pread takes any length and splits it at the device's
  *		  limits itself (issuing the pieces concurrently); otherwise
  *		  p2z_dev_pread() hands it pieces of at most info.max_xfer_bytes
@@ -139,13 +153,16 @@ struct p2z_dev;
  *	   past a zone's write pointer, callers take care); returns bytes read
  * @pwrite: write at native byte offset @ofs, which must be the zone's
  *	    write pointer for sequential zones; returns bytes written.
- *	    @len <= info.max_xfer_bytes
+ *	    @len <= info.max_xfer_bytes; @flags: P2Z_IO_FUA or 0 (backends
+ *	    without @fua never see P2Z_IO_FUA)
  * @append: zone append to zone @zidx; @lba gets the first LBA written;
- *	    returns bytes written. @len <= info.max_append_bytes
+ *	    returns bytes written. @len <= info.max_append_bytes; @flags
+ *	    as for @pwrite
  * @flush: make completed writes durable
  */
 struct p2z_dev_ops {
 	const char *name;
+	bool fua;
 	bool splits_reads;
 	int (*probe)(const char *path);
 	int (*open)(const char *path, unsigned int flags,
@@ -158,9 +175,9 @@ struct p2z_dev_ops {
 	ssize_t (*pread)(struct p2z_dev *dev, void *buf, size_t len,
 			 uint64_t ofs);
 	ssize_t (*pwrite)(struct p2z_dev *dev, const void *buf, size_t len,
-			  uint64_t ofs);
+			  uint64_t ofs, unsigned int flags);
 	ssize_t (*append)(struct p2z_dev *dev, uint64_t zidx, const void *buf,
-			  size_t len, uint64_t *lba);
+			  size_t len, uint64_t *lba, unsigned int flags);
 	int (*flush)(struct p2z_dev *dev);
 };
 
@@ -247,12 +264,18 @@ ssize_t p2z_dev_pread(struct p2z_dev *dev, void *buf, size_t len, uint64_t ofs);
  * @buf: source, 8-byte aligned at least (backends bounce what needs more)
  * @len: bytes, a multiple of the LBA size
  * @ofs: native byte offset (the write pointer for sequential zones)
+ * @flags: P2Z_IO_FUA or 0
+ *
+ * With P2Z_IO_FUA the bytes returned are on stable media: every piece is
+ * written with FUA, or the device is flushed after the last piece (a failed
+ * flush fails the call with its errno, the data may then be written but is
+ * not known to be durable).
  *
  * Return: bytes written (short only if a later piece failed) or -errno if
  * nothing was written.
  */
 ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
-		       uint64_t ofs);
+		       uint64_t ofs, unsigned int flags);
 
 /**
  * p2z_dev_append() - zone append, split at the zone append limit
@@ -261,6 +284,7 @@ ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
  * @buf: source, 8-byte aligned at least (backends bounce what needs more)
  * @len: bytes, a multiple of the LBA size
  * @lba: result: first LBA written by the first piece
+ * @flags: P2Z_IO_FUA or 0, as for p2z_dev_pwrite()
  *
  * Pieces are issued in order; each lands right after the previous one only
  * if nobody else writes the zone meanwhile (callers hold the zone lock).
@@ -268,7 +292,7 @@ ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
  * Return: bytes written (short only if a later piece failed) or -errno.
  */
 ssize_t p2z_dev_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
-		       size_t len, uint64_t *lba);
+		       size_t len, uint64_t *lba, unsigned int flags);
 
 /**
  * p2z_dev_flush() - make completed writes durable

@@ -42,6 +42,7 @@ enum p2z_dev_stat_op {
 	P2Z_DEV_STAT_MGMT,
 	P2Z_DEV_STAT_REPORT,
 	P2Z_DEV_STAT_FLUSH,
+	P2Z_DEV_STAT_FUA, /* writes and appends asked for with P2Z_IO_FUA */
 	P2Z_DEV_STAT_NR,
 };
 

@@ -35,6 +35,9 @@
  * @ofs: offset of each call (zone index for appends)
  * @fail_at: call number that fails with @fail_ret, or -1
  * @fail_ret: what the failing call returns
+ * @flags: flags of each write or append call
+ * @nr_flush: flushes
+ * @flush_ret: what a flush returns
  */
 struct fake {
 	struct p2z_dev dev;
@@ -43,6 +46,9 @@ struct fake {
 	uint64_t ofs[MAX_CALLS];
 	int fail_at;
 	ssize_t fail_ret;
+	unsigned int flags[MAX_CALLS];
+	unsigned int nr_flush;
+	int flush_ret;
 };
 
 static struct fake fk;
@@ -68,18 +74,20 @@ static ssize_t fake_pread(struct p2z_dev *dev, void *buf, size_t len,
 }
 
 static ssize_t fake_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
-			   uint64_t ofs)
+			   uint64_t ofs, unsigned int flags)
 {
 	(void)dev;
 	(void)buf;
+	fk.flags[fk.nr] = flags;
 	return fake_record(len, ofs);
 }
 
 static ssize_t fake_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
-			   size_t len, uint64_t *lba)
+			   size_t len, uint64_t *lba, unsigned int flags)
 {
 	(void)dev;
 	(void)buf;
+	fk.flags[fk.nr] = flags;
 	/* each piece lands 100 LBAs after the previous call's number */
 	*lba = 1000 + 100 * fk.nr;
 	return fake_record(len, zidx);
@@ -105,7 +113,8 @@ static int fake_mgmt(struct p2z_dev *dev, uint64_t zidx, enum p2z_zone_op op)
 static int fake_flush(struct p2z_dev *dev)
 {
 	(void)dev;
-	return 0;
+	fk.nr_flush++;
+	return fk.flush_ret;
 }
 
 static void fake_close(struct p2z_dev *dev)
@@ -122,17 +131,18 @@ static int fake_open(const char *path, unsigned int flags,
 	return 0;
 }
 
-#define FAKE_OPS(splits)                                                     \
-	{                                                                    \
-		.name = "fake", .splits_reads = (splits), .open = fake_open, \
-		.close = fake_close, .report_zones = fake_report,            \
-		.zone_mgmt = fake_mgmt, .pread = fake_pread,                 \
-		.pwrite = fake_pwrite, .append = fake_append,                \
-		.flush = fake_flush,                                         \
+#define FAKE_OPS(splits, has_fua)                                           \
+	{                                                                   \
+		.name = "fake", .fua = (has_fua), .splits_reads = (splits), \
+		.open = fake_open, .close = fake_close,                     \
+		.report_zones = fake_report, .zone_mgmt = fake_mgmt,        \
+		.pread = fake_pread, .pwrite = fake_pwrite,                 \
+		.append = fake_append, .flush = fake_flush,                 \
 	}
 
-static const struct p2z_dev_ops fake_ops = FAKE_OPS(false);
-static const struct p2z_dev_ops fake_split_ops = FAKE_OPS(true);
+static const struct p2z_dev_ops fake_ops = FAKE_OPS(false, false);
+static const struct p2z_dev_ops fake_split_ops = FAKE_OPS(true, false);
+static const struct p2z_dev_ops fake_fua_ops = FAKE_OPS(false, true);
 
 static struct p2z_dev *fake_dev(const struct p2z_dev_ops *ops)
 {
@@ -203,7 +213,7 @@ START_TEST(test_pwrite_split_and_partial)
 	struct p2z_dev *dev = fake_dev(&fake_split_ops);
 
 	/* writes are always cut by the dispatcher, splits_reads or not */
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0), 17 * LBA);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0, 0), 17 * LBA);
 	ck_assert_uint_eq(fk.nr, 3);
 	ck_assert_uint_eq(fk.len[2], LBA);
 	ck_assert_uint_eq(fk.ofs[2], 16 * LBA);
@@ -211,12 +221,12 @@ START_TEST(test_pwrite_split_and_partial)
 	dev = fake_dev(&fake_ops);
 	fk.fail_at = 1;
 	fk.fail_ret = -ENOSPC;
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0), XFER);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0, 0), XFER);
 	/* a failure of the first piece: its errno */
 	dev = fake_dev(&fake_ops);
 	fk.fail_at = 0;
 	fk.fail_ret = -ENOSPC;
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0), -ENOSPC);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0, 0), -ENOSPC);
 	ck_assert_uint_eq(fk.nr, 1);
 }
 END_TEST
@@ -227,7 +237,8 @@ START_TEST(test_append_split_first_lba)
 	uint64_t lba = 0;
 
 	/* pieces of at most max_append_bytes: 3 + 3 + 1 LBAs */
-	ck_assert_int_eq(p2z_dev_append(dev, 2, buf, 7 * LBA, &lba), 7 * LBA);
+	ck_assert_int_eq(p2z_dev_append(dev, 2, buf, 7 * LBA, &lba, 0),
+			 7 * LBA);
 	ck_assert_uint_eq(fk.nr, 3);
 	ck_assert_uint_eq(fk.len[0], APPEND);
 	ck_assert_uint_eq(fk.len[1], APPEND);
@@ -239,18 +250,69 @@ START_TEST(test_append_split_first_lba)
 	/* the smaller of the append and transfer limits */
 	dev = fake_dev(&fake_ops);
 	fk.dev.info.max_append_bytes = 16 * LBA;
-	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 16 * LBA, &lba), 16 * LBA);
+	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 16 * LBA, &lba, 0),
+			 16 * LBA);
 	ck_assert_uint_eq(fk.nr, 2);
 	ck_assert_uint_eq(fk.len[0], XFER);
 	/* errors */
-	ck_assert_int_eq(p2z_dev_append(dev, 4, buf, LBA, &lba), -EINVAL);
-	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 100, &lba), -EINVAL);
+	ck_assert_int_eq(p2z_dev_append(dev, 4, buf, LBA, &lba, 0), -EINVAL);
+	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 100, &lba, 0), -EINVAL);
 	fk.dev.info.max_append_bytes = 0;
-	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, LBA, &lba), -EOPNOTSUPP);
+	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, LBA, &lba, 0),
+			 -EOPNOTSUPP);
 	dev = fake_dev(&fake_ops);
 	fk.fail_at = 1;
 	fk.fail_ret = -EILSEQ;
-	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 7 * LBA, &lba), APPEND);
+	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 7 * LBA, &lba, 0), APPEND);
+}
+END_TEST
+
+/*
+ * P2Z_IO_FUA: a backend with FUA gets the flag on every piece and no flush;
+ * one without gets no flag and one flush after the last piece, whose error
+ * fails the write.
+ */
+START_TEST(test_fua_native_or_flush)
+{
+	struct p2z_dev *dev = fake_dev(&fake_fua_ops);
+	uint64_t lba = 0;
+
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0, P2Z_IO_FUA),
+			 17 * LBA);
+	ck_assert_uint_eq(fk.nr, 3);
+	ck_assert_uint_eq(fk.flags[0], P2Z_IO_FUA);
+	ck_assert_uint_eq(fk.flags[2], P2Z_IO_FUA);
+	ck_assert_uint_eq(fk.nr_flush, 0);
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, P2Z_IO_FUA),
+			 7 * LBA);
+	ck_assert_uint_eq(fk.flags[5], P2Z_IO_FUA);
+	ck_assert_uint_eq(fk.nr_flush, 0);
+
+	dev = fake_dev(&fake_ops);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 17 * LBA, 0, P2Z_IO_FUA),
+			 17 * LBA);
+	ck_assert_uint_eq(fk.nr, 3);
+	ck_assert_uint_eq(fk.flags[0], 0);
+	ck_assert_uint_eq(fk.flags[2], 0);
+	ck_assert_uint_eq(fk.nr_flush, 1);
+	ck_assert_uint_eq(dev->stats[P2Z_DEV_STAT_FLUSH].nr, 1);
+	ck_assert_uint_eq(dev->stats[P2Z_DEV_STAT_FUA].nr, 1);
+	ck_assert_uint_eq(dev->stats[P2Z_DEV_STAT_FUA].bytes, 17 * LBA);
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, P2Z_IO_FUA),
+			 7 * LBA);
+	ck_assert_uint_eq(fk.nr_flush, 2);
+	/* without the flag: no flush */
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, LBA, 0, 0), LBA);
+	ck_assert_uint_eq(fk.nr_flush, 2);
+	/* a failed flush fails the write with its errno */
+	fk.flush_ret = -EIO;
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, LBA, 0, P2Z_IO_FUA), -EIO);
+	ck_assert_uint_eq(fk.nr_flush, 3);
+	/* a failed write is not flushed */
+	fk.fail_at = (int)fk.nr;
+	fk.fail_ret = -ENOSPC;
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, LBA, 0, P2Z_IO_FUA), -ENOSPC);
+	ck_assert_uint_eq(fk.nr_flush, 3);
 }
 END_TEST
 
@@ -440,6 +502,7 @@ static Suite *dev_suite(void)
 	tcase_add_test(tc, test_pread_errors);
 	tcase_add_test(tc, test_pwrite_split_and_partial);
 	tcase_add_test(tc, test_append_split_first_lba);
+	tcase_add_test(tc, test_fua_native_or_flush);
 	tcase_add_test(tc, test_zone_range_checks);
 	tcase_add_test(tc, test_open_selection_errors);
 	suite_add_tcase(s, tc);

@@ -162,7 +162,7 @@ static ssize_t wr(struct p2z_dev *dev, uint64_t zidx, uint64_t rel,
 
 	ck_assert_ptr_nonnull(buf);
 	fill(buf, nlb, seed, rel);
-	ret = p2z_dev_pwrite(dev, buf, nlb * LBA, zofs(zidx, rel));
+	ret = p2z_dev_pwrite(dev, buf, nlb * LBA, zofs(zidx, rel), 0);
 	free(buf);
 	return ret;
 }
@@ -400,8 +400,8 @@ START_TEST(test_dev_pread_pwrite_split)
 	buf = malloc(nlb * LBA);
 	ck_assert_ptr_nonnull(buf);
 	fill(buf, nlb, 7, 0);
-	ck_assert_int_eq(dev->ops->pwrite(dev, buf, XFER + LBA, 0), -EINVAL);
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, nlb * LBA, 0),
+	ck_assert_int_eq(dev->ops->pwrite(dev, buf, XFER + LBA, 0, 0), -EINVAL);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, nlb * LBA, 0, 0),
 			 (ssize_t)(nlb * LBA));
 	memset(buf, 0, nlb * LBA);
 	ck_assert_int_eq(dev->ops->pread(dev, buf, XFER + LBA, 0), -EINVAL);
@@ -410,19 +410,19 @@ START_TEST(test_dev_pread_pwrite_split)
 	ck_assert(is_fill(buf, nlb, 7, 0));
 
 	/* 3 MiB more crosses the 5 MiB capacity in its 2nd piece: short. */
-	ret = p2z_dev_pwrite(dev, buf, 3 * XFER, nlb * LBA);
+	ret = p2z_dev_pwrite(dev, buf, 3 * XFER, nlb * LBA, 0);
 	ck_assert_int_eq(ret, (ssize_t)(XFER));
 	ck_assert_uint_eq(zinfo(dev, 0).wp_lba, nlb + XFER / LBA);
 	/* Nothing written at all: the error itself. */
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, LBA, 0), -EILSEQ);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, LBA, 0, 0), -EILSEQ);
 	/* Alignment is checked before anything reaches the backend. */
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 100, 0), -EINVAL);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 100, 0, 0), -EINVAL);
 	ck_assert_int_eq(p2z_dev_pread(dev, buf, LBA, 512), -EINVAL);
 	ck_assert_int_eq(p2z_dev_pread(dev, buf, 0, 0), 0);
 	/* Called directly, the backend refuses zero length, as nvme and zbd. */
 	ck_assert_int_eq(dev->ops->pread(dev, buf, 0, 0), -EINVAL);
-	ck_assert_int_eq(dev->ops->pwrite(dev, buf, 0, 0), -EINVAL);
-	ck_assert_int_eq(dev->ops->append(dev, 1, buf, 0, NULL), -EINVAL);
+	ck_assert_int_eq(dev->ops->pwrite(dev, buf, 0, 0, 0), -EINVAL);
+	ck_assert_int_eq(dev->ops->append(dev, 1, buf, 0, NULL, 0), -EINVAL);
 	free(buf);
 	p2z_dev_close(dev);
 }
@@ -440,9 +440,10 @@ START_TEST(test_dev_append_split)
 	buf = malloc(CAP_LBA * LBA);
 	ck_assert_ptr_nonnull(buf);
 	fill(buf, 11, 3, 0);
-	ck_assert_int_eq(dev->ops->append(dev, 1, buf, 3 * LBA, &lba), -EINVAL);
+	ck_assert_int_eq(dev->ops->append(dev, 1, buf, 3 * LBA, &lba, 0),
+			 -EINVAL);
 	/* 11 blocks in 2-block appends: 6 pieces, in order. */
-	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 11 * LBA, &lba),
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 11 * LBA, &lba, 0),
 			 (ssize_t)(11 * LBA));
 	ck_assert_uint_eq(lba, ZONE_LBA);
 	ck_assert_uint_eq(zwp(dev, 1), 11);
@@ -450,13 +451,14 @@ START_TEST(test_dev_append_split)
 	/* 10 more than the 9 left: the last piece fails, short count. */
 	fill(buf, 10, 4, 11);
 	lba = 99;
-	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 10 * LBA, &lba),
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 10 * LBA, &lba, 0),
 			 (ssize_t)(8 * LBA));
 	ck_assert_uint_eq(lba, ZONE_LBA + 11);
 	ck_assert_uint_eq(zwp(dev, 1), 19);
-	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 2 * LBA, &lba), -ERANGE);
-	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 100, &lba), -EINVAL);
-	ck_assert_int_eq(p2z_dev_append(dev, NR_ZONES, buf, LBA, &lba),
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 2 * LBA, &lba, 0),
+			 -ERANGE);
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 100, &lba, 0), -EINVAL);
+	ck_assert_int_eq(p2z_dev_append(dev, NR_ZONES, buf, LBA, &lba, 0),
 			 -EINVAL);
 	free(buf);
 	p2z_dev_close(dev);
@@ -670,7 +672,8 @@ START_TEST(test_zone_implicit_open)
 	ck_assert_int_eq(wr(dev, 1, 0, 1, 1), (ssize_t)LBA);
 	ck_assert_uint_eq(zcond(dev, 1), P2Z_ZONE_COND_EXP_OPEN);
 	fill(buf, 1, 2, 0);
-	ck_assert_int_eq(p2z_dev_append(dev, 3, buf, LBA, &lba), (ssize_t)LBA);
+	ck_assert_int_eq(p2z_dev_append(dev, 3, buf, LBA, &lba, 0),
+			 (ssize_t)LBA);
 	ck_assert_uint_eq(zcond(dev, 3), P2Z_ZONE_COND_IMP_OPEN);
 	/* Writing the last block makes it full, from any open state. */
 	ck_assert_int_eq(wr(dev, 1, 1, CAP_LBA - 1, 1),
@@ -732,11 +735,12 @@ START_TEST(test_pwrite_rules)
 	before = zwp(dev, 2);
 	cond = zcond(dev, 2);
 	fill(buf, len / LBA, 9, 3);
-	ck_assert_msg(p2z_dev_pwrite(dev, buf, len,
-				     zofs(2, 0) + (uint64_t)write_cases[_i]
-							  .zone_ofs_bytes) ==
-			      write_cases[_i].ret,
-		      "%s", write_cases[_i].what);
+	ck_assert_msg(
+		p2z_dev_pwrite(dev, buf, len,
+			       zofs(2, 0) +
+				       (uint64_t)write_cases[_i].zone_ofs_bytes,
+			       0) == write_cases[_i].ret,
+		"%s", write_cases[_i].what);
 	if (write_cases[_i].ret > 0) {
 		ck_assert_uint_eq(zwp(dev, 2), before + len / LBA);
 		expect_data(dev, 2, 3, len / LBA, 9);
@@ -834,7 +838,7 @@ START_TEST(test_append_lba)
 
 	for (i = 0; i < 5; i++) {
 		fill(buf, 4, 10 + i, 0);
-		ck_assert_int_eq(p2z_dev_append(dev, 5, buf, 4 * LBA, &lba),
+		ck_assert_int_eq(p2z_dev_append(dev, 5, buf, 4 * LBA, &lba, 0),
 				 (ssize_t)(4 * LBA));
 		ck_assert_uint_eq(lba, 5 * ZONE_LBA + 4 * i);
 	}
@@ -847,18 +851,19 @@ START_TEST(test_append_lba)
 		ck_assert(is_fill(b, 4, 10 + i, 0));
 		free(b);
 	}
-	ck_assert_int_eq(p2z_dev_append(dev, 5, buf, LBA, &lba), -ENOSPC);
+	ck_assert_int_eq(p2z_dev_append(dev, 5, buf, LBA, &lba, 0), -ENOSPC);
 	fill(buf, 3, 1, 0);
 	ck_assert_int_eq(wr(dev, 6, 0, CAP_LBA - 2, 1),
 			 (ssize_t)((CAP_LBA - 2) * LBA));
-	ck_assert_int_eq(p2z_dev_append(dev, 6, buf, 3 * LBA, &lba), -ERANGE);
-	ck_assert_int_eq(p2z_dev_append(dev, 6, buf, 2 * LBA, &lba),
+	ck_assert_int_eq(p2z_dev_append(dev, 6, buf, 3 * LBA, &lba, 0),
+			 -ERANGE);
+	ck_assert_int_eq(p2z_dev_append(dev, 6, buf, 2 * LBA, &lba, 0),
 			 (ssize_t)(2 * LBA));
 	ck_assert_uint_eq(lba, 6 * ZONE_LBA + CAP_LBA - 2);
 	inject(dev, 7, P2Z_EMU_FAULT_READONLY);
-	ck_assert_int_eq(p2z_dev_append(dev, 7, buf, LBA, &lba), -EROFS);
+	ck_assert_int_eq(p2z_dev_append(dev, 7, buf, LBA, &lba, 0), -EROFS);
 	inject(dev, 7, P2Z_EMU_FAULT_OFFLINE);
-	ck_assert_int_eq(p2z_dev_append(dev, 7, buf, LBA, &lba), -ENXIO);
+	ck_assert_int_eq(p2z_dev_append(dev, 7, buf, LBA, &lba, 0), -ENXIO);
 	p2z_dev_close(dev);
 }
 END_TEST
@@ -901,7 +906,7 @@ START_TEST(test_conventional_zones)
 	ck_assert_int_eq(mgmt(dev, 0, P2Z_ZONE_OP_CLOSE), -EINVAL);
 	ck_assert_int_eq(mgmt(dev, 0, P2Z_ZONE_OP_FINISH), -EINVAL);
 	fill(buf, 1, 1, 0);
-	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, LBA, &lba), -EINVAL);
+	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, LBA, &lba, 0), -EINVAL);
 	/* Faults apply to them too. */
 	inject(dev, 1, P2Z_EMU_FAULT_READONLY);
 	ck_assert_uint_eq(zcond(dev, 1), P2Z_ZONE_COND_READONLY);
@@ -1059,7 +1064,8 @@ START_TEST(test_open_exclusive)
 	/* A read-only device refuses changes. */
 	ck_assert_int_eq(wr(other, 0, 2, 1, 1), -EROFS);
 	ck_assert_int_eq(mgmt(other, 0, P2Z_ZONE_OP_RESET), -EROFS);
-	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL), -EROFS);
+	ck_assert_int_eq(other->ops->append(other, 0, img, LBA, NULL, 0),
+			 -EROFS);
 	ck_assert_int_eq(p2z_dev_flush(other), 0);
 	p2z_dev_close(other);
 	p2z_dev_close(dev);
@@ -1177,10 +1183,10 @@ static int fault_op(struct p2z_dev *dev, enum fault_op op, uint64_t z)
 		ret = p2z_dev_pread(dev, buf, LBA, zofs(z, 0));
 		break;
 	case F_WRITE:
-		ret = p2z_dev_pwrite(dev, buf, LBA, zofs(z, zwp(dev, z)));
+		ret = p2z_dev_pwrite(dev, buf, LBA, zofs(z, zwp(dev, z)), 0);
 		break;
 	case F_APPEND:
-		ret = p2z_dev_append(dev, z, buf, LBA, &lba);
+		ret = p2z_dev_append(dev, z, buf, LBA, &lba, 0);
 		break;
 	case F_RESET:
 		ret = mgmt(dev, z, P2Z_ZONE_OP_RESET);
@@ -1426,7 +1432,7 @@ static void crash_child(int wfd)
 		_exit(5);
 	for (a.seq = 0;; a.seq++) {
 		crash_stamp(buf, a.seq);
-		if (p2z_dev_append(dev, 0, buf, sizeof(buf), &a.lba) !=
+		if (p2z_dev_append(dev, 0, buf, sizeof(buf), &a.lba, 0) !=
 		    (ssize_t)sizeof(buf))
 			_exit(3);
 		if (write(wfd, &a, sizeof(a)) != (ssize_t)sizeof(a))
@@ -1520,7 +1526,7 @@ START_TEST(test_crash_consistency)
 	buf = malloc(LBA);
 	ck_assert_ptr_nonnull(buf);
 	fill(buf, 1, 1, 0);
-	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, LBA, &k), (ssize_t)LBA);
+	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, LBA, &k, 0), (ssize_t)LBA);
 	free(buf);
 	ck_assert_uint_eq(k, wp);
 	p2z_dev_close(dev);
@@ -1584,7 +1590,7 @@ static void atomic_child(int op)
 	fill(buf, 1, 7, 0);
 	raise(SIGSTOP); /* the parent steps from here */
 	if (op == A_FILL)
-		ok = p2z_dev_append(dev, 1, buf, LBA, &lba) == (ssize_t)LBA;
+		ok = p2z_dev_append(dev, 1, buf, LBA, &lba, 0) == (ssize_t)LBA;
 	else
 		ok = !p2z_dev_zone_mgmt(dev, 1,
 					op == A_FINISH ? P2Z_ZONE_OP_FINISH :
@@ -1798,7 +1804,8 @@ START_TEST(test_wp_never_ahead_of_data)
 		      !__atomic_load_n(&o.bad, __ATOMIC_RELAXED);
 	     seq++) {
 		crash_stamp(buf, seq);
-		ck_assert_int_eq(p2z_dev_append(dev, 0, buf, sizeof(buf), &lba),
+		ck_assert_int_eq(p2z_dev_append(dev, 0, buf, sizeof(buf), &lba,
+						0),
 				 (ssize_t)sizeof(buf));
 		while (!seq && !__atomic_load_n(&o.checks, __ATOMIC_ACQUIRE) &&
 		       !__atomic_load_n(&o.bad, __ATOMIC_RELAXED))
@@ -1852,7 +1859,7 @@ static void *cc_thread(void *p)
 
 		fill(buf, nlb, cc_seed(a->tid, seq), 0);
 		ret = p2z_dev_append(a->dev, a->zidx, buf, nlb * LBA,
-				     &a->lba[seq]);
+				     &a->lba[seq], 0);
 		if (ret != (ssize_t)(nlb * LBA)) {
 			a->err = ret < 0 ? ret : -EIO;
 			break;
@@ -2383,14 +2390,14 @@ START_TEST(test_direct_unaligned_buffers)
 	dev = opendev(P2Z_DEV_DIRECT);
 
 	fill(buf, 2, 11, 0);
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 2 * LBA, zofs(zidx, 0)),
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 2 * LBA, zofs(zidx, 0), 0),
 			 (ssize_t)(2 * LBA));
 	fill(buf, 4, 11, 2);
-	ck_assert_int_eq(p2z_dev_append(dev, zidx, buf, 4 * LBA, &lba),
+	ck_assert_int_eq(p2z_dev_append(dev, zidx, buf, 4 * LBA, &lba, 0),
 			 (ssize_t)(4 * LBA));
 	ck_assert_uint_eq(lba, zidx * ZONE_LBA + 2);
 	fill(buf, 3, 12, 5);
-	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 3 * LBA, zofs(0, 5)),
+	ck_assert_int_eq(p2z_dev_pwrite(dev, buf, 3 * LBA, zofs(0, 5), 0),
 			 (ssize_t)(3 * LBA));
 
 	/* Through the device, into the same (mis)aligned buffer... */

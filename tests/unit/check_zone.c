@@ -1014,7 +1014,7 @@ START_TEST(test_errors_desync)
 	ck_assert_int_eq(put(z, 0, lba()), lba());
 	fill(buf, 2 * lba(), z, lba());
 	ck_assert_int_eq(p2z_dev_pwrite(fx.dev, buf, 2 * lba(),
-					fx.p.zone_bytes * z + lba()),
+					fx.p.zone_bytes * z + lba(), 0),
 			 2 * lba());
 	ck_assert_int_eq(put(z, lba(), lba()), -EIO);
 	ck_assert_uint_eq(size_of(z), dev_wp(z));

@@ -160,7 +160,7 @@ static size_t append_all(struct vm_test *t, uint64_t zidx, const uint8_t *w,
 		n = (size_t)(i % 7 + 1) * 9 * lbs;
 		if (n > total - done)
 			n = total - done;
-		ret = p2z_dev_append(t->dev, zidx, w + done, n, &lba);
+		ret = p2z_dev_append(t->dev, zidx, w + done, n, &lba, 0);
 		if (ret != (ssize_t)n || lba != start + done / lbs) {
 			printf("  append %d of %zu bytes: got %zd at LBA %" PRIu64
 			       ", expected LBA %" PRIu64 "\n",
@@ -188,12 +188,12 @@ static void test_write_read(struct vm_test *t)
 	      "appends of %zu bytes in all, each landed at the write pointer",
 	      total);
 	check_zone(t, 1, P2Z_ZONE_COND_IMP_OPEN, total / lbs);
-	ret = p2z_dev_pwrite(t->dev, w + total, wlen, zofs + total);
+	ret = p2z_dev_pwrite(t->dev, w + total, wlen, zofs + total, 0);
 	CHECK(t, ret == (ssize_t)wlen, "write %zu bytes at the wp (got %zd)",
 	      wlen, ret);
 	check_zone(t, 1, P2Z_ZONE_COND_IMP_OPEN, (total + wlen) / lbs);
 	/* The block layer turns Zone Invalid Write into a plain EIO. */
-	ret = p2z_dev_pwrite(t->dev, w, lbs, zofs + total + wlen + lbs);
+	ret = p2z_dev_pwrite(t->dev, w, lbs, zofs + total + wlen + lbs, 0);
 	CHECK(t, ret == (t->nvme ? -EILSEQ : -EIO),
 	      "write past the wp: %s (got %zd)", t->nvme ? "EILSEQ" : "EIO",
 	      ret);
@@ -215,10 +215,10 @@ static void test_write_read(struct vm_test *t)
 	ret = p2z_dev_pread(t->dev, r, lbs, in->nr_zones * in->zone_lba * lbs);
 	CHECK(t, ret == -EINVAL, "read past the end: EINVAL (got %zd)", ret);
 	ret = t->dev->ops->append(t->dev, 1, w, in->max_append_bytes + lbs,
-				  &lba);
+				  &lba, 0);
 	CHECK(t, ret == -EINVAL,
 	      "backend append above its limit: EINVAL (got %zd)", ret);
-	ret = t->dev->ops->append(t->dev, in->nr_zones, w, lbs, &lba);
+	ret = t->dev->ops->append(t->dev, in->nr_zones, w, lbs, &lba, 0);
 	CHECK(t, ret == -EINVAL,
 	      "backend append to zone nr_zones: EINVAL "
 	      "(got %zd)",
@@ -227,7 +227,7 @@ static void test_write_read(struct vm_test *t)
 
 	check_mgmt(t, 1, P2Z_ZONE_OP_FINISH, 0);
 	check_zone(t, 1, P2Z_ZONE_COND_FULL, t->cap_lba);
-	ret = p2z_dev_append(t->dev, 1, w, lbs, &lba);
+	ret = p2z_dev_append(t->dev, 1, w, lbs, &lba, 0);
 	CHECK(t, ret == (t->nvme ? -ENOSPC : -EIO),
 	      "append to a full zone: %s (got %zd)", t->nvme ? "ENOSPC" : "EIO",
 	      ret);
@@ -353,7 +353,7 @@ static void test_rdonly(struct vm_test *t, const char *path,
 	CHECK(t, !ret, "open read-only (got %d)", ret);
 	if (ret)
 		return;
-	ret = p2z_dev_append(dev, 3, buf, dev->info.lba_bytes, &lba);
+	ret = p2z_dev_append(dev, 3, buf, dev->info.lba_bytes, &lba, 0);
 	CHECK(t, ret == -EROFS, "append when read-only: EROFS (got %d)", ret);
 	ret = p2z_dev_zone_mgmt(dev, 3, P2Z_ZONE_OP_RESET);
 	CHECK(t, ret == -EROFS, "reset when read-only: EROFS (got %d)", ret);
