@@ -25,7 +25,39 @@
  * mapped zone table. A state word never tears (8 aligned bytes inside one
  * sector), but after power loss an unflushed state change may be lost or
  * kept without the unflushed data it covers (which then reads as zeros),
- * as unflushed writes to a drive with a volatile write cache can be.
+ * as unflushed writes to a drive with a volatile write cache can be. A
+ * reset zeroes the zone's data (a hole) and fdatasync()s before it stores
+ * the empty state: a crash in between leaves the old write pointer over
+ * zeros, never the zone's old data under a new write pointer.
+ *
+ * FUA (P2Z_IO_FUA, ops->fua): without a volatile cache, the data goes with
+ * RWF_DSYNC and the zone's table entry is msync()ed after its update.
+ *
+ * Volatile write cache (images created with --volatile-cache; the device
+ * reports info.volatile_cache, as NVMe's VWC bit): the process using the
+ * device is the drive's cache, so that SIGKILL of it is a power cut. The
+ * zone table holds the persisted state; each sequential zone has its
+ * state word in memory (emu_zone.vstate) and its written data in a buffer
+ * (emu_zone.cbuf: the LBAs from the persisted data's end to the write
+ * pointer). What is volatile, lost at a power cut:
+ *   - writes and appends: data, write pointer advance, implicit open,
+ *     and the full condition of a write that fills the zone;
+ *   - open, close and finish (condition changes), and the conditions
+ *     faults set (read-only, offline, online).
+ * What is not: a reset (as above, the zone's cache dropped first; it is
+ * stored in the table when it completes), the power cycle at open (open
+ * zones closed), and conventional zones, which have no cache (their
+ * writes go to the image as they complete). Reads see the cached data.
+ * Persisting a zone writes its cached data to the image, fdatasync()s,
+ * then stores its state word in the table, so a persisted write pointer
+ * never covers data that is not in the image; data in the image past the
+ * stored write pointer is never read. Flush persists every zone (data of
+ * all, one fdatasync(), the states each zone had when its data was
+ * written, a second fdatasync()); a FUA write persists its zone, with a
+ * second fdatasync(); when the cache holds more than 64 MiB
+ * (P2Z_EMU_CACHE_BYTES, tests only) the zone just written is destaged
+ * (persisted, without the second fdatasync()); closing the device
+ * persists everything, as a drive's orderly shutdown does.
  *
  * Direct I/O (P2Z_DEV_DIRECT): the zone data goes through a second
  * descriptor of the image opened with O_DIRECT, so that the device costs
@@ -37,8 +69,9 @@
  *
  * Locking. Lock order: zone lock, then res_lock; never two zone locks.
  *   - zone->lock serialises operations on one zone (write pointer advance,
- *     zone management, applying faults). Reads take it only to apply a
- *     pending fault: the write pointer is published after the data.
+ *     zone management, applying faults, its cache). Reads take it only to
+ *     apply a pending fault (the write pointer is published after the
+ *     data) or to read a zone's cache.
  *   - e->res_lock guards the open/active accounting and every condition
  *     change, so that closing an implicitly open zone to make room for
  *     another (as ZNS controllers do) needs no second zone lock.
@@ -52,6 +85,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "po2zfs/dev.h"
@@ -59,9 +93,23 @@
 #include "po2zfs/log.h"
 #include "emu_priv.h"
 
+/*
+ * A zone, and its part of the volatile write cache (images created with
+ * --volatile-cache; see "Volatile write cache" above).
+ */
 struct emu_zone {
 	pthread_mutex_t lock;
 	uint64_t open_seq; /* when it was opened; guarded by e->res_lock */
+	/* The device's state word (host order, packed as the table's): the
+	 * table holds the persisted one. Written under res_lock. */
+	uint64_t vstate;
+	bool dirty; /* vstate may differ from the table; res_lock */
+	bool has_snap; /* flush: store @snap after the data sync; res_lock */
+	uint64_t snap;
+	/* Cached data of LBAs [cstart, cstart + cnlb); zone lock. */
+	void *cbuf;
+	size_t ccap; /* bytes allocated at cbuf */
+	uint64_t cstart, cnlb;
 };
 
 /* Buffer alignment used for O_DIRECT: enough for every Linux filesystem. */
@@ -82,6 +130,9 @@ struct emu_dev {
 	uint32_t nr_active; /* guarded by res_lock */
 	/* P2Z_EMU_WRITE_DELAY_US, tests only: see __emu_seq_write() */
 	unsigned int write_delay_us;
+	bool vwc; /* volatile write cache (never on read-only devices) */
+	uint64_t cache_max; /* destage beyond this many cached bytes */
+	uint64_t cache_bytes; /* cached in all zones; atomic */
 	uint64_t open_seq; /* guarded by res_lock */
 };
 
@@ -128,7 +179,15 @@ static bool emu_cond_is_active(uint8_t cond)
 static void emu_state(const struct emu_dev *e, uint64_t zidx, uint64_t *wp,
 		      uint8_t *cond)
 {
-	p2z_emu_zent_load(&e->zt[zidx], wp, cond);
+	uint64_t st;
+
+	if (e->vwc && !emu_zone_is_cnv(e, zidx)) {
+		st = __atomic_load_n(&e->zones[zidx].vstate, __ATOMIC_ACQUIRE);
+		*wp = st & P2Z_EMU_STATE_WP_MASK;
+		*cond = (uint8_t)((st >> P2Z_EMU_STATE_COND_SHIFT) & 0x7f);
+	} else {
+		p2z_emu_zent_load(&e->zt[zidx], wp, cond);
+	}
 	if (!emu_zone_is_cnv(e, zidx) && *wp == e->g.cap_lba &&
 	    emu_cond_is_active(*cond))
 		*cond = P2Z_ZONE_COND_FULL;
@@ -154,8 +213,9 @@ static uint64_t emu_wp(const struct emu_dev *e, uint64_t zidx)
 
 /*
  * Change a zone's write pointer and condition in one aligned 8-byte store
- * to the shared table, and keep the open/active counts right, whatever the
- * old condition was. Caller holds res_lock.
+ * to the shared table (to the zone's volatile state word with a volatile
+ * cache), and keep the open/active counts right, whatever the old
+ * condition was. Caller holds res_lock.
  */
 static void __emu_set_state(struct emu_dev *e, uint64_t zidx, uint64_t wp,
 			    uint8_t cond)
@@ -166,6 +226,13 @@ static void __emu_set_state(struct emu_dev *e, uint64_t zidx, uint64_t wp,
 	e->nr_active -= emu_cond_is_active(old);
 	e->nr_open += emu_cond_is_open(cond);
 	e->nr_active += emu_cond_is_active(cond);
+	if (e->vwc && !emu_zone_is_cnv(e, zidx)) {
+		__atomic_store_n(&e->zones[zidx].vstate,
+				 p2z_emu_state_pack(wp, cond),
+				 __ATOMIC_RELEASE);
+		__atomic_store_n(&e->zones[zidx].dirty, true, __ATOMIC_RELEASE);
+		return;
+	}
 	__atomic_store_n(&e->zt[zidx].state,
 			 htole64(p2z_emu_state_pack(wp, cond)),
 			 __ATOMIC_RELEASE);
@@ -234,20 +301,66 @@ static int emu_data_read(struct emu_dev *e, void *buf, size_t len, uint64_t ofs)
 	return ret;
 }
 
+/* pwrite(2) all of @buf; @rwf: RWF_DSYNC for a FUA write, or 0. */
+static int emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs,
+			   int rwf)
+{
+	struct iovec iov;
+	ssize_t ret;
+
+	if (!rwf)
+		return p2z_emu_pwrite_full(fd, buf, len, ofs);
+	while (len) {
+		iov.iov_base = (void *)buf;
+		iov.iov_len = len;
+		ret = pwritev2(fd, &iov, 1, (off_t)ofs, rwf);
+		if (ret < 0 && errno == EINTR)
+			continue;
+		if (ret < 0)
+			return -errno;
+		buf = (const char *)buf + ret;
+		len -= (size_t)ret;
+		ofs += (uint64_t)ret;
+	}
+	return 0;
+}
+
 static int emu_data_write(struct emu_dev *e, const void *buf, size_t len,
-			  uint64_t ofs)
+			  uint64_t ofs, int rwf)
 {
 	void *bounce;
 	int ret;
 
 	if (emu_buf_is_aligned(e, buf))
-		return p2z_emu_pwrite_full(e->data_fd, buf, len, ofs);
+		return emu_pwrite_full(e->data_fd, buf, len, ofs, rwf);
 	if (posix_memalign(&bounce, EMU_DIO_ALIGN, len))
 		return -ENOMEM;
 	memcpy(bounce, buf, len);
-	ret = p2z_emu_pwrite_full(e->data_fd, bounce, len, ofs);
+	ret = emu_pwrite_full(e->data_fd, bounce, len, ofs, rwf);
 	free(bounce);
 	return ret;
+}
+
+/*
+ * Make the zone table entry of @zidx durable (a FUA write on an image
+ * without a volatile cache): msync() of its page of the mapping.
+ */
+static int emu_sync_zent(struct emu_dev *e, uint64_t zidx)
+{
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t at = (uintptr_t)&e->zt[zidx] & ~(page - 1);
+
+	if (msync((void *)at, page, MS_SYNC) < 0)
+		return emu_host_error(
+			e, "msync", (uint64_t)(at - (uintptr_t)e->map), -errno);
+	return 0;
+}
+
+static int emu_fdatasync(struct emu_dev *e)
+{
+	if (fdatasync(e->fd) < 0)
+		return emu_host_error(e, "flush", 0, -errno);
+	return 0;
 }
 
 /*
@@ -273,6 +386,178 @@ static int emu_zero_range(int fd, uint64_t ofs, uint64_t len)
 		ofs += n;
 		len -= n;
 	}
+	return 0;
+}
+
+/* ---- volatile write cache (see "Volatile write cache" above) */
+
+/* Default bound of the cache: 64 MiB over all zones. */
+#define EMU_CACHE_MAX_BYTES (64ULL << 20)
+
+/* Forget a zone's cached data. Caller holds the zone lock. */
+static void __emu_cache_drop(struct emu_dev *e, struct emu_zone *z)
+{
+	__atomic_sub_fetch(&e->cache_bytes, z->cnlb * e->g.lba_bytes,
+			   __ATOMIC_RELAXED);
+	z->cnlb = 0;
+	if (z->ccap > P2Z_EMU_MAX_XFER_BYTES) {
+		/* Give a large buffer back after a destage. */
+		free(z->cbuf);
+		z->cbuf = NULL;
+		z->ccap = 0;
+	}
+}
+
+/*
+ * Add @nlb LBAs written at zone offset @wp to the zone's cache, which ends
+ * at @wp if it holds anything. Caller holds the zone lock.
+ *
+ * Return: 0 or -ENOMEM.
+ */
+static int __emu_cache_add(struct emu_dev *e, struct emu_zone *z, uint64_t wp,
+			   const void *buf, uint64_t nlb)
+{
+	size_t len = nlb * e->g.lba_bytes, have, need, cap;
+	void *p;
+
+	if (!z->cnlb)
+		z->cstart = wp;
+	have = z->cnlb * e->g.lba_bytes;
+	need = have + len;
+	if (need > z->ccap) {
+		cap = z->ccap ? z->ccap : 65536;
+		while (cap < need)
+			cap *= 2;
+		p = realloc(z->cbuf, cap);
+		if (!p)
+			return -ENOMEM;
+		z->cbuf = p;
+		z->ccap = cap;
+	}
+	memcpy((char *)z->cbuf + have, buf, len);
+	z->cnlb += nlb;
+	__atomic_add_fetch(&e->cache_bytes, len, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/*
+ * Write a zone's cached data to the image (its page cache) and empty the
+ * cache. The table is not touched: data past the stored write pointer is
+ * never read. Caller holds the zone lock.
+ *
+ * Return: 1 if data was written, 0 if there was none, or -EIO.
+ */
+static int __emu_cache_writeback(struct emu_dev *e, uint64_t zidx)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	uint64_t ofs = emu_file_ofs(e, zidx, z->cstart);
+	int ret;
+
+	if (!z->cnlb)
+		return 0;
+	ret = emu_data_write(e, z->cbuf, z->cnlb * e->g.lba_bytes, ofs, 0);
+	if (ret)
+		return emu_host_error(e, "write back", ofs, ret);
+	z->cstart += z->cnlb;
+	__emu_cache_drop(e, z);
+	return 1;
+}
+
+/* Store a state word in the zone table. Caller holds res_lock. */
+static void __emu_store_state(struct emu_dev *e, uint64_t zidx, uint64_t st)
+{
+	__atomic_store_n(&e->zt[zidx].state, htole64(st), __ATOMIC_RELEASE);
+}
+
+/*
+ * Persist one zone: its cached data, fdatasync(), then its state (never a
+ * stored write pointer over data that is not in the image), and with
+ * @sync a second fdatasync() that makes the state durable too (FUA). A
+ * destage (@sync false) only keeps the order. Caller holds the zone lock.
+ */
+static int __emu_zone_persist(struct emu_dev *e, uint64_t zidx, bool sync)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	int ret;
+
+	ret = __emu_cache_writeback(e, zidx);
+	if (ret > 0)
+		ret = emu_fdatasync(e);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&e->res_lock);
+	__emu_store_state(e, zidx, z->vstate);
+	z->dirty = false;
+	z->has_snap = false; /* older than what is stored now */
+	pthread_mutex_unlock(&e->res_lock);
+	return sync ? emu_fdatasync(e) : 0;
+}
+
+/*
+ * Flush a volatile cache: every zone's data to the image, one
+ * fdatasync(), every zone's state as it was when its data was written
+ * (writes that come meanwhile stay cached), a second fdatasync().
+ */
+static int emu_cache_flush(struct emu_dev *e)
+{
+	uint64_t zidx, nr = 0;
+	struct emu_zone *z;
+	int ret = 0, err;
+
+	for (zidx = e->g.nr_cnv; zidx < e->g.nr_zones; zidx++) {
+		z = &e->zones[zidx];
+		if (!__atomic_load_n(&z->dirty, __ATOMIC_ACQUIRE))
+			continue;
+		pthread_mutex_lock(&z->lock);
+		err = __emu_cache_writeback(e, zidx);
+		if (err >= 0) {
+			pthread_mutex_lock(&e->res_lock);
+			z->snap = z->vstate;
+			z->has_snap = true;
+			z->dirty = false;
+			pthread_mutex_unlock(&e->res_lock);
+			nr++;
+		}
+		pthread_mutex_unlock(&z->lock);
+		ret = ret ? ret : (err < 0 ? err : 0);
+	}
+	err = emu_fdatasync(e);
+	if (ret || err || !nr)
+		return ret ? ret : err;
+	pthread_mutex_lock(&e->res_lock);
+	for (zidx = e->g.nr_cnv; zidx < e->g.nr_zones; zidx++) {
+		z = &e->zones[zidx];
+		if (z->has_snap) /* a reset or a persist since clears it */
+			__emu_store_state(e, zidx, z->snap);
+		z->has_snap = false;
+	}
+	pthread_mutex_unlock(&e->res_lock);
+	return emu_fdatasync(e);
+}
+
+/*
+ * Read LBAs [rel, rel + nlb) of a sequential zone below its write pointer,
+ * from the image and the cache. Caller holds the zone lock.
+ */
+static int __emu_cache_read(struct emu_dev *e, uint64_t zidx, void *buf,
+			    uint64_t rel, uint64_t nlb)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	uint64_t fend = z->cnlb ? z->cstart : rel + nlb;
+	uint64_t nfile = fend > rel ? (fend - rel < nlb ? fend - rel : nlb) : 0;
+	uint64_t lba = e->g.lba_bytes, ofs;
+	int ret;
+
+	if (nfile) {
+		ofs = emu_file_ofs(e, zidx, rel);
+		ret = emu_data_read(e, buf, nfile * lba, ofs);
+		if (ret)
+			return emu_host_error(e, "read", ofs, ret);
+	}
+	if (nfile < nlb)
+		memcpy((char *)buf + nfile * lba,
+		       (char *)z->cbuf + (rel + nfile - z->cstart) * lba,
+		       (nlb - nfile) * lba);
 	return 0;
 }
 
@@ -425,9 +710,8 @@ static uint16_t __emu_zone_transition(struct emu_dev *e, uint64_t zidx,
 		return P2Z_NVME_SC_ZONE_INVALID_TRANSITION;
 	switch (op) {
 	case P2Z_ZONE_OP_RESET:
-		/* One store: never a full zone reading zeros, nor an empty
-		 * one with data. */
-		__emu_set_state(e, zidx, 0, P2Z_ZONE_COND_EMPTY);
+		/* emu_zone_reset() stores the empty state, after the data is
+		 * gone. */
 		return P2Z_NVME_SC_SUCCESS;
 	case P2Z_ZONE_OP_OPEN:
 		if (cond == P2Z_ZONE_COND_FULL)
@@ -486,14 +770,43 @@ static uint16_t __emu_prepare_write(struct emu_dev *e, uint64_t zidx,
 }
 
 /*
- * Write to a sequential zone: data first, then the persistent write
- * pointer. @wpp gets the zone offset written at. Caller holds the zone lock.
+ * Store the data of a sequential write at zone offset @wp: into the cache
+ * of a volatile-cache device (straight to the image if no memory is left
+ * for it), else into the image, with RWF_DSYNC for FUA. Caller holds the
+ * zone lock.
+ */
+static int __emu_seq_store(struct emu_dev *e, uint64_t zidx, const void *buf,
+			   uint64_t nlb, uint64_t wp, bool fua)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	uint64_t ofs = emu_file_ofs(e, zidx, wp);
+	int ret;
+
+	if (e->vwc) {
+		if (!__emu_cache_add(e, z, wp, buf, nlb))
+			return 0;
+		/* Data in the image past the stored pointer is consistent. */
+		ret = __emu_cache_writeback(e, zidx);
+		if (ret < 0)
+			return ret;
+		z->cstart = wp + nlb;
+		fua = false;
+	}
+	ret = emu_data_write(e, buf, nlb * e->g.lba_bytes, ofs,
+			     fua ? RWF_DSYNC : 0);
+	return ret ? emu_host_error(e, "write", ofs, ret) : 0;
+}
+
+/*
+ * Write to a sequential zone: data first, then the write pointer. With
+ * @fua the write and the zone's earlier ones are durable on return. @wpp
+ * gets the zone offset written at. Caller holds the zone lock.
  */
 static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
-			   uint64_t nlb, bool append, uint64_t rel,
+			   uint64_t nlb, bool append, uint64_t rel, bool fua,
 			   uint64_t *wpp)
 {
-	uint64_t wp = 0, ofs;
+	uint64_t wp = 0;
 	uint16_t status;
 	int ret;
 
@@ -502,10 +815,9 @@ static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
 	pthread_mutex_unlock(&e->res_lock);
 	if (status)
 		return p2z_dev_nvme_status_errno(status);
-	ofs = emu_file_ofs(e, zidx, wp);
-	ret = emu_data_write(e, buf, nlb * e->g.lba_bytes, ofs);
+	ret = __emu_seq_store(e, zidx, buf, nlb, wp, fua);
 	if (ret)
-		return emu_host_error(e, "write", ofs, ret);
+		return ret;
 	/* Crash tests widen the window between data and write pointer, where
 	 * a killed daemon leaves data past the write pointer on the medium. */
 	if (e->write_delay_us)
@@ -519,7 +831,10 @@ static int __emu_seq_write(struct emu_dev *e, uint64_t zidx, const void *buf,
 						   emu_cond(e, zidx));
 	pthread_mutex_unlock(&e->res_lock);
 	*wpp = wp;
-	return 0;
+	if (e->vwc && (fua || __atomic_load_n(&e->cache_bytes,
+					      __ATOMIC_RELAXED) > e->cache_max))
+		return __emu_zone_persist(e, zidx, fua);
+	return fua ? emu_sync_zent(e, zidx) : 0;
 }
 
 /* ---- device operations */
@@ -554,6 +869,7 @@ static ssize_t emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 {
 	struct emu_dev *e = P2Z_EMU(dev);
 	uint64_t zidx, rel, nlb, end, data = 0;
+	bool cached;
 	int ret;
 
 	if (!len) /* never from the dispatcher; as nvme and zbd */
@@ -561,6 +877,7 @@ static ssize_t emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 	ret = emu_check_io(e, len, ofs, &zidx, &rel, &nlb);
 	if (ret)
 		return ret;
+	cached = e->vwc && !emu_zone_is_cnv(e, zidx);
 	if (nlb > e->g.zone_lba - rel)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_BOUNDARY);
 	ret = emu_zone_check_faults(e, zidx, true);
@@ -570,24 +887,34 @@ static ssize_t emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_OFFLINE);
 
 	/* Sequential zones hold data up to the write pointer only: zeros
-	 * after it, whatever an interrupted write left in the file. */
+	 * after it, whatever an interrupted write left in the file. A cache
+	 * changes under the zone lock. */
+	if (cached)
+		pthread_mutex_lock(&e->zones[zidx].lock);
 	end = emu_zone_is_cnv(e, zidx) ? e->g.zone_lba : emu_wp(e, zidx);
 	if (end > rel)
 		data = end - rel < nlb ? end - rel : nlb;
-	if (data) {
+	if (data && cached) {
+		ret = __emu_cache_read(e, zidx, buf, rel, data);
+	} else if (data) {
 		uint64_t fofs = emu_file_ofs(e, zidx, rel);
 
 		ret = emu_data_read(e, buf, data * e->g.lba_bytes, fofs);
 		if (ret)
-			return emu_host_error(e, "read", fofs, ret);
+			ret = emu_host_error(e, "read", fofs, ret);
 	}
+	if (cached)
+		pthread_mutex_unlock(&e->zones[zidx].lock);
+	if (ret)
+		return ret;
 	memset((char *)buf + data * e->g.lba_bytes, 0,
 	       (nlb - data) * e->g.lba_bytes);
 	return (ssize_t)len;
 }
 
+/* Conventional zones have no cache: FUA is RWF_DSYNC. */
 static ssize_t emu_cnv_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
-			     uint64_t nlb, const void *buf)
+			     uint64_t nlb, const void *buf, bool fua)
 {
 	uint64_t fofs = emu_file_ofs(e, zidx, rel);
 	uint8_t cond;
@@ -603,7 +930,8 @@ static ssize_t emu_cnv_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_OFFLINE);
 	if (nlb > e->g.zone_lba - rel)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_BOUNDARY);
-	ret = emu_data_write(e, buf, nlb * e->g.lba_bytes, fofs);
+	ret = emu_data_write(e, buf, nlb * e->g.lba_bytes, fofs,
+			     fua ? RWF_DSYNC : 0);
 	if (ret)
 		return emu_host_error(e, "write", fofs, ret);
 	return (ssize_t)(nlb * e->g.lba_bytes);
@@ -613,10 +941,10 @@ static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 			  uint64_t ofs, unsigned int flags)
 {
 	struct emu_dev *e = P2Z_EMU(dev);
+	bool fua = flags & P2Z_IO_FUA;
 	uint64_t zidx, rel, nlb, wp;
 	struct emu_zone *z;
 	int ret;
-	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (e->rdonly)
 		return -EROFS;
@@ -626,12 +954,12 @@ static ssize_t emu_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	if (ret)
 		return ret;
 	if (emu_zone_is_cnv(e, zidx))
-		return emu_cnv_write(e, zidx, rel, nlb, buf);
+		return emu_cnv_write(e, zidx, rel, nlb, buf, fua);
 	z = &e->zones[zidx];
 	pthread_mutex_lock(&z->lock);
 	ret = __emu_zone_apply_faults(e, zidx, true);
 	if (!ret)
-		ret = __emu_seq_write(e, zidx, buf, nlb, false, rel, &wp);
+		ret = __emu_seq_write(e, zidx, buf, nlb, false, rel, fua, &wp);
 	pthread_mutex_unlock(&z->lock);
 	return ret ? ret : (ssize_t)len;
 }
@@ -640,10 +968,10 @@ static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 			  size_t len, uint64_t *lba, unsigned int flags)
 {
 	struct emu_dev *e = P2Z_EMU(dev);
+	bool fua = flags & P2Z_IO_FUA;
 	struct emu_zone *z;
 	uint64_t wp;
 	int ret;
-	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (e->rdonly)
 		return -EROFS;
@@ -657,12 +985,50 @@ static ssize_t emu_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 	ret = __emu_zone_apply_faults(e, zidx, true);
 	if (!ret)
 		ret = __emu_seq_write(e, zidx, buf, len / e->g.lba_bytes, true,
-				      0, &wp);
+				      0, fua, &wp);
 	pthread_mutex_unlock(&z->lock);
 	if (ret)
 		return ret;
 	*lba = zidx * e->g.zone_lba + wp;
 	return (ssize_t)len;
+}
+
+/*
+ * Reset a zone whose condition allows it: its cached data dropped, its
+ * data zeroed in the image (a hole) and synced, then the empty state
+ * stored, in the table too with a volatile cache (a reset is never
+ * cached). In this order, a crash between two steps leaves the old write
+ * pointer over zeros, never old data under a new write pointer. Caller
+ * holds the zone lock.
+ */
+static int __emu_zone_reset(struct emu_dev *e, uint64_t zidx)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	uint64_t fofs = emu_file_ofs(e, zidx, 0);
+	int ret;
+
+	if (e->vwc) {
+		pthread_mutex_lock(&e->res_lock);
+		z->has_snap = false; /* a flush must not store it now */
+		pthread_mutex_unlock(&e->res_lock);
+		__emu_cache_drop(e, z);
+	}
+	ret = emu_zero_range(e->fd, fofs, e->g.zone_bytes);
+	if (ret)
+		return emu_host_error(e, "zeroing the reset zone", fofs, ret);
+	ret = emu_fdatasync(e);
+	if (ret)
+		return ret;
+	pthread_mutex_lock(&e->res_lock);
+	/* One store: never a full zone reading zeros, nor an empty one
+	 * with data. */
+	__emu_set_state(e, zidx, 0, P2Z_ZONE_COND_EMPTY);
+	if (e->vwc) {
+		__emu_store_state(e, zidx, z->vstate);
+		z->dirty = false;
+	}
+	pthread_mutex_unlock(&e->res_lock);
+	return 0;
 }
 
 static int emu_zone_mgmt(struct p2z_dev *dev, uint64_t zidx,
@@ -687,18 +1053,8 @@ static int emu_zone_mgmt(struct p2z_dev *dev, uint64_t zidx,
 		pthread_mutex_unlock(&e->res_lock);
 		ret = p2z_dev_nvme_status_errno(status);
 	}
-	if (!ret && op == P2Z_ZONE_OP_RESET) {
-		/* Give the space back. Reads past the write pointer return
-		 * zeros anyway, so a failure here loses nothing. */
-		uint64_t fofs = emu_file_ofs(e, zidx, 0);
-		int err = emu_zero_range(e->fd, fofs, e->g.zone_bytes);
-
-		if (err)
-			p2z_log(LOG_WARNING,
-				"%s: zone %llu: freeing the data of the reset zone failed: %s",
-				dev->path, (unsigned long long)zidx,
-				strerror(-err));
-	}
+	if (!ret && op == P2Z_ZONE_OP_RESET)
+		ret = __emu_zone_reset(e, zidx);
 	pthread_mutex_unlock(&z->lock);
 	return ret;
 }
@@ -749,9 +1105,7 @@ static int emu_flush(struct p2z_dev *dev)
 
 	if (e->rdonly)
 		return 0;
-	if (fdatasync(e->fd) < 0)
-		return emu_host_error(e, "flush", 0, -errno);
-	return 0;
+	return e->vwc ? emu_cache_flush(e) : emu_fdatasync(e);
 }
 
 /* ---- open and close */
@@ -760,8 +1114,10 @@ static void emu_free(struct emu_dev *e)
 {
 	uint64_t zidx;
 
-	for (zidx = 0; zidx < e->g.nr_zones; zidx++)
+	for (zidx = 0; zidx < e->g.nr_zones; zidx++) {
 		pthread_mutex_destroy(&e->zones[zidx].lock);
+		free(e->zones[zidx].cbuf);
+	}
 	pthread_mutex_destroy(&e->res_lock);
 	munmap(e->map, e->g.map_bytes);
 	if (e->data_fd != e->fd)
@@ -775,6 +1131,7 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		     void *map, bool rdonly)
 {
 	const char *delay = getenv("P2Z_EMU_WRITE_DELAY_US");
+	const char *cmax = getenv("P2Z_EMU_CACHE_BYTES");
 	struct emu_dev *e;
 	uint64_t zidx;
 	int ret;
@@ -800,6 +1157,9 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 	e->rdonly = rdonly;
 	if (delay)
 		e->write_delay_us = strtoul(delay, NULL, 10) % 1000000;
+	/* A read-only user sees the image as stored: no cache to read. */
+	e->vwc = g->volatile_cache && !rdonly;
+	e->cache_max = cmax ? strtoull(cmax, NULL, 10) : EMU_CACHE_MAX_BYTES;
 	e->g = *g;
 	e->map = map;
 	e->zt = p2z_emu_table(map);
@@ -812,6 +1172,7 @@ static int emu_alloc(struct emu_dev **ep, const struct p2z_emu_geom *g, int fd,
 		.max_active = g->max_active,
 		.max_append_bytes = g->max_append_bytes,
 		.max_xfer_bytes = P2Z_EMU_MAX_XFER_BYTES,
+		.volatile_cache = g->volatile_cache,
 	};
 	*ep = e;
 	return 0;
@@ -837,7 +1198,9 @@ static void emu_power_cycle(struct emu_dev *e)
 
 	for (zidx = e->g.nr_cnv; zidx < e->g.nr_zones; zidx++) {
 		p2z_emu_zent_load(&e->zt[zidx], &wp, &stored);
-		emu_state(e, zidx, &wp, &cond);
+		cond = stored;
+		if (wp == e->g.cap_lba && emu_cond_is_active(cond))
+			cond = P2Z_ZONE_COND_FULL;
 		to = cond;
 		if (emu_cond_is_active(cond) && !wp)
 			to = P2Z_ZONE_COND_EMPTY;
@@ -848,6 +1211,7 @@ static void emu_power_cycle(struct emu_dev *e)
 					 htole64(p2z_emu_state_pack(wp, to)),
 					 __ATOMIC_RELEASE);
 		e->nr_active += to == P2Z_ZONE_COND_CLOSED;
+		e->zones[zidx].vstate = p2z_emu_state_pack(wp, to);
 	}
 	for (zidx = 0; zidx < e->g.nr_zones; zidx++)
 		emu_zone_check_faults(e, zidx, false);
@@ -1012,9 +1376,28 @@ static int emu_open(const char *path, unsigned int flags, struct p2z_dev **devp)
 	return 0;
 }
 
+/*
+ * Closing the device is an orderly shutdown: a volatile cache is written
+ * back first, as a drive does on a shutdown notification.
+ */
+static void emu_shutdown(struct emu_dev *e)
+{
+	int ret;
+
+	if (e->vwc) {
+		ret = emu_cache_flush(e);
+		if (ret)
+			p2z_log(LOG_ERR,
+				"%s: writing back the volatile cache at close: %s",
+				e->dev.path ? e->dev.path : "emu",
+				strerror(-ret));
+	}
+	emu_free(e);
+}
+
 static void emu_close(struct p2z_dev *dev)
 {
-	emu_free(P2Z_EMU(dev));
+	emu_shutdown(P2Z_EMU(dev));
 }
 
 static int emu_probe(const char *path)
@@ -1044,6 +1427,7 @@ const struct p2z_dev_ops p2z_dev_emu_ops = {
 	.pwrite = emu_pwrite,
 	.append = emu_append,
 	.flush = emu_flush,
+	.fua = true,
 };
 
 /*
@@ -1062,7 +1446,7 @@ int p2z_emu_set_fault(const char *path, uint64_t zidx, enum p2z_emu_fault fault)
 	    fault != P2Z_EMU_FAULT_FAIL_NEXT_IO) {
 		ret = emu_do_open(path, 0, &e, why, sizeof(why));
 		if (!ret)
-			emu_free(e);
+			emu_shutdown(e);
 		else if (ret == -EBUSY)
 			ret = 0;
 	}

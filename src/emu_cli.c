@@ -40,7 +40,10 @@ static const char usage_text[] =
 	"  --max-open N       open zone limit, 0 = none (default 0)\n"
 	"  --max-active N     active zone limit, 0 = none (default 0)\n"
 	"  --max-append SIZE  zone append limit (default 512K)\n"
-	"  --force            overwrite an existing image not in use\n"
+	"  --volatile-cache   a volatile write cache: data not flushed is lost\n"
+	"                     when the process using the device dies\n"
+	"  --force            overwrite an existing image not in use (only an\n"
+	"                     image, never through a symbolic link)\n"
 	"\n"
 	"ZONE is a device zone index, as report prints it.\n";
 
@@ -111,6 +114,7 @@ enum {
 	OPT_MAX_ACTIVE,
 	OPT_MAX_APPEND,
 	OPT_FORCE,
+	OPT_VOLATILE_CACHE,
 	OPT_HELP,
 };
 
@@ -124,6 +128,7 @@ static const struct option create_opts[] = {
 	{ "max-active", required_argument, NULL, OPT_MAX_ACTIVE },
 	{ "max-append", required_argument, NULL, OPT_MAX_APPEND },
 	{ "force", no_argument, NULL, OPT_FORCE },
+	{ "volatile-cache", no_argument, NULL, OPT_VOLATILE_CACHE },
 	{ "help", no_argument, NULL, OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
@@ -135,7 +140,8 @@ static const struct option plain_opts[] = {
 
 struct create_args {
 	struct p2z_emu_params p;
-	bool have_size, have_cap, have_zones, force;
+	bool have_size, have_cap, have_zones;
+	unsigned int flags; /* P2Z_EMU_CREATE_* */
 };
 
 /* One create option into @a; returns 0 or an exit code. */
@@ -216,8 +222,10 @@ static int cmd_create(int argc, char **argv)
 			fputs(usage_text, stdout);
 			return 0;
 		}
-		if (c == OPT_FORCE) {
-			a.force = true;
+		if (c == OPT_FORCE || c == OPT_VOLATILE_CACHE) {
+			a.flags |= c == OPT_FORCE ?
+					   P2Z_EMU_CREATE_FORCE :
+					   P2Z_EMU_CREATE_VOLATILE_CACHE;
 			continue;
 		}
 		ret = create_opt(c, optarg, &a);
@@ -235,14 +243,11 @@ static int cmd_create(int argc, char **argv)
 		a.p.cap_bytes = a.p.zone_bytes;
 	if (p2z_emu_check_params(&a.p, why, sizeof(why)))
 		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s", why);
-	if (!a.force && !lstat(path, &st))
+	if (!(a.flags & P2Z_EMU_CREATE_FORCE) && !lstat(path, &st))
 		return p2z_cli_fail(PROG, EXIT_FAILURE,
 				    "%s: already exists (use --force)", path);
-	if (a.force && !stat(path, &st) && !S_ISREG(st.st_mode))
-		return p2z_cli_fail(PROG, EXIT_FAILURE,
-				    "%s: not a regular file", path);
-	/* p2z_emu_create() says why on failure. */
-	return p2z_emu_create(path, &a.p, a.force) ? EXIT_FAILURE : 0;
+	/* p2z_emu_create() says why on failure (and what --force refuses). */
+	return p2z_emu_create(path, &a.p, a.flags) ? EXIT_FAILURE : 0;
 }
 
 static void print_size(const char *label, uint64_t bytes, uint32_t lba)
@@ -289,6 +294,9 @@ static void print_geometry(const struct p2z_dev *dev, const struct p2z_geom *g,
 	print_limit("max active:", in->max_active);
 	printf("%-16s%u bytes\n", "max append:", in->max_append_bytes);
 	printf("%-16s%u bytes\n", "max transfer:", in->max_xfer_bytes);
+	printf("%-16s%s\n", "write cache:",
+	       in->volatile_cache ? "volatile (flush or FUA to persist)" :
+				    "none (writes persist as they complete)");
 }
 
 static void format_faults(int bits, char *buf, size_t len)

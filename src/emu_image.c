@@ -47,9 +47,13 @@ struct emu_hdr {
 	uint32_t zent_bytes;
 	uint64_t table_ofs;
 	uint64_t data_ofs;
-	uint32_t reserved;
+	uint32_t flags; /* EMU_HDR_* (0 in images of older versions) */
 	uint32_t crc; /* CRC32C of all the bytes before it */
 };
+
+/* Header flags. */
+#define EMU_HDR_VOLATILE_CACHE (1U << 0) /* create --volatile-cache */
+#define EMU_HDR_FLAGS EMU_HDR_VOLATILE_CACHE
 _Static_assert(sizeof(struct emu_hdr) == 88, "emu header layout");
 
 int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
@@ -211,6 +215,7 @@ static void emu_hdr_encode(struct emu_hdr *h, const struct p2z_emu_geom *g)
 	h->zent_bytes = htole32(sizeof(struct p2z_emu_zent));
 	h->table_ofs = htole64(P2Z_EMU_HDR_BYTES);
 	h->data_ofs = htole64(g->data_ofs);
+	h->flags = htole32(g->volatile_cache ? EMU_HDR_VOLATILE_CACHE : 0);
 	h->crc = htole32(p2z_emu_crc32c(h, offsetof(struct emu_hdr, crc)));
 }
 
@@ -227,6 +232,10 @@ static int emu_hdr_params(const struct emu_hdr *h, struct p2z_emu_params *p,
 	p->max_open = le32toh(h->max_open);
 	p->max_active = le32toh(h->max_active);
 	p->max_append_bytes = le32toh(h->max_append_bytes);
+	if (le32toh(h->flags) & ~EMU_HDR_FLAGS)
+		return p2z_emu_why(why, why_len, -EUCLEAN,
+				   "unknown header flags 0x%x",
+				   le32toh(h->flags) & ~EMU_HDR_FLAGS);
 	if (__builtin_mul_overflow(le64toh(h->zone_lba), lba, &p->zone_bytes) ||
 	    __builtin_mul_overflow(le64toh(h->cap_lba), lba, &p->cap_bytes))
 		return p2z_emu_why(why, why_len, -EUCLEAN,
@@ -281,6 +290,7 @@ static int emu_load_hdr(int fd, struct p2z_emu_geom *g, char *why, size_t len)
 	if (ret)
 		return p2z_emu_why(why, len, -EUCLEAN,
 				   "inconsistent geometry: %s", sub);
+	g->volatile_cache = le32toh(h.flags) & EMU_HDR_VOLATILE_CACHE;
 	if (le32toh(h.zent_bytes) != sizeof(struct p2z_emu_zent) ||
 	    le64toh(h.table_ofs) != P2Z_EMU_HDR_BYTES ||
 	    le64toh(h.data_ofs) != g->data_ofs)
@@ -423,12 +433,42 @@ out_close:
 
 /* ---- images */
 
+/*
+ * Whether the file open on @fd starts with an image's magic: --force
+ * replaces an image, never another file (a VM disk mistyped for one).
+ */
+static int emu_check_replaceable(int fd, char *why, size_t len)
+{
+	char magic[P2Z_EMU_MAGIC_LEN];
+	struct stat st;
+	ssize_t n;
+	int ret;
+
+	ret = emu_check_regular(fd, &st, why, len);
+	if (ret)
+		return ret;
+	n = pread(fd, magic, sizeof(magic), 0);
+	if (n < 0)
+		return p2z_emu_why(why, len, -errno, "%s", strerror(errno));
+	if (n != (ssize_t)sizeof(magic) ||
+	    memcmp(magic, P2Z_EMU_MAGIC, P2Z_EMU_MAGIC_LEN))
+		return p2z_emu_why(
+			why, len, -EINVAL,
+			"exists and is not an emulated zoned device image: refusing to overwrite it");
+	return 0;
+}
+
+/*
+ * A new image is created 0600 (less with the umask): it holds whatever
+ * the device's user writes. --force replaces an existing image only, and
+ * never through a symbolic link.
+ */
 static int emu_open_for_create(const char *path, bool force, bool *created,
 			       char *why, size_t len)
 {
-	int fd;
+	int fd, ret;
 
-	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+	fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd >= 0) {
 		*created = true;
 		return fd;
@@ -440,7 +480,21 @@ static int emu_open_for_create(const char *path, bool force, bool *created,
 				   "already exists (force to overwrite)");
 	*created = false;
 	/* O_NONBLOCK: do not hang on a FIFO before refusing it. */
-	return emu_open_file(path, O_RDWR, why, len);
+	fd = open(path, O_RDWR | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0 && errno == ELOOP)
+		return p2z_emu_why(
+			why, len, -ELOOP,
+			"is a symbolic link: refusing to overwrite through it");
+	if (fd < 0 && errno == EISDIR)
+		return p2z_emu_why(why, len, -EINVAL, "not a regular file");
+	if (fd < 0)
+		return p2z_emu_why(why, len, -errno, "%s", strerror(errno));
+	ret = emu_check_replaceable(fd, why, len);
+	if (ret) {
+		close(fd);
+		return ret;
+	}
+	return fd;
 }
 
 static int emu_write_table(int fd, const struct p2z_emu_geom *g, char *why,
@@ -500,8 +554,10 @@ static int emu_format(int fd, const struct p2z_emu_geom *g, char *why,
 	return 0;
 }
 
-int p2z_emu_create(const char *path, const struct p2z_emu_params *p, bool force)
+int p2z_emu_create(const char *path, const struct p2z_emu_params *p,
+		   unsigned int flags)
 {
+	bool force = flags & P2Z_EMU_CREATE_FORCE;
 	char why[P2Z_EMU_WHY_LEN];
 	bool created = false;
 	struct p2z_emu_geom g;
@@ -510,6 +566,7 @@ int p2z_emu_create(const char *path, const struct p2z_emu_params *p, bool force)
 	ret = emu_geom_from_params(&g, p, why, sizeof(why));
 	if (ret)
 		goto out_log;
+	g.volatile_cache = flags & P2Z_EMU_CREATE_VOLATILE_CACHE;
 	fd = emu_open_for_create(path, force, &created, why, sizeof(why));
 	if (fd < 0) {
 		ret = fd;

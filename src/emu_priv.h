@@ -103,6 +103,7 @@ struct p2z_emu_geom {
 	uint32_t max_open;
 	uint32_t max_active;
 	uint32_t max_append_bytes;
+	bool volatile_cache; /* header flag: create --volatile-cache */
 	uint64_t zone_bytes;
 	uint64_t data_ofs;
 	uint64_t map_bytes; /* header and table */

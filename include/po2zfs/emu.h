@@ -49,6 +49,15 @@ struct p2z_emu_params {
 	uint32_t max_append_bytes;
 };
 
+/* p2z_emu_create() flags. */
+#define P2Z_EMU_CREATE_FORCE (1U << 0) /* replace an existing image */
+/*
+ * The device has a volatile write cache (NVMe VWC): completed writes live
+ * in the memory of the process using the device until a flush or a FUA
+ * write stores them in the image (see dev_emu.c). Recorded in the image.
+ */
+#define P2Z_EMU_CREATE_VOLATILE_CACHE (1U << 1)
+
 /*
  * Faults injected into a zone with p2z_emu_set_fault(). The process using
  * the image applies a pending fault at its next operation on that zone.
@@ -87,18 +96,24 @@ int p2z_emu_check_params(const struct p2z_emu_params *p, char *why,
  * p2z_emu_create() - create a sparse image holding an empty device
  * @path: image path
  * @p: geometry and limits (see struct p2z_emu_params)
- * @force: overwrite an existing regular file that no process is using
+ * @flags: P2Z_EMU_CREATE_*; with P2Z_EMU_CREATE_FORCE (1, so that true
+ *	   works as before) overwrite an existing image (a regular file
+ *	   starting with the image magic, not a symbolic link) that no
+ *	   process is using
  *
- * The header is written last, so a failed creation never leaves a file
- * that opens as an image. A file this call created is removed on failure.
- * Logs a one-line reason on failure.
+ * A new file gets mode 0600, less the umask. The header is written last,
+ * so a failed creation never leaves a file that opens as an image. A file
+ * this call created is removed on failure. Logs a one-line reason on
+ * failure.
  *
- * Return: 0, -EINVAL/-EOVERFLOW for bad @p, -EEXIST if @path exists and
- * !@force, -EINVAL if @path is not a regular file, -EBUSY if the image is
- * open for writing by another process, or a system call's -errno.
+ * Return: 0, -EINVAL/-EOVERFLOW for bad @p, -EEXIST if @path exists
+ * without P2Z_EMU_CREATE_FORCE, -EINVAL if @path is not a regular file or not an image (left
+ * untouched), -ELOOP if it is a symbolic link (left untouched), -EBUSY if
+ * the image is open for writing by another process, or a system call's
+ * -errno.
  */
 int p2z_emu_create(const char *path, const struct p2z_emu_params *p,
-		   bool force);
+		   unsigned int flags);
 
 /**
  * p2z_emu_check_image() - validate an image without opening it as a device
