@@ -203,6 +203,7 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	}
 	fi->direct_io = (fi->flags & O_DIRECT) ||
 			!p2z_fs_node_may_cache(fs, n, f->writer);
+	f->direct_io = fi->direct_io;
 	/* The daemon drops what changes behind the kernel (p2z_fs_inval). */
 	fi->keep_cache = !fi->direct_io && fs->se;
 	return ret;
@@ -328,7 +329,7 @@ void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 
 static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 				 const char *buf, size_t len, off_t off,
-				 bool append)
+				 bool append, unsigned int flags)
 {
 	uint64_t zidx = 0;
 	ssize_t ret;
@@ -338,9 +339,10 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	switch (n->kind) {
 	case P2Z_FS_ZONE:
 		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
-				      append);
+				      append, flags);
 	case P2Z_FS_PO2:
-		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, &zidx);
+		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, flags,
+				    &zidx);
 		/* The zone's own file changed, behind the kernel's back. */
 		if (ret > 0) {
 			p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + zidx);
@@ -350,6 +352,24 @@ static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	default:
 		return -EISDIR;
 	}
+}
+
+/*
+ * O_DSYNC, O_SYNC (which includes it) and RWF_DSYNC: the kernel passes them
+ * in the WRITE request's flags (fuse_write_flags() in fs/fuse/file.c), and
+ * for a direct-io file that is all it does: fuse_direct_write_iter() never
+ * calls fsync, so the data must be on stable media before the reply. A
+ * file using the page cache needs nothing here: its writes end in
+ * generic_write_sync(), which sends an FSYNC (a device flush) once the
+ * write is answered. Mapped pages written back (fi->writepage) carry no
+ * such flag.
+ */
+static unsigned int p2z_fs_write_flags(const struct p2z_fs_file *f,
+				       const struct fuse_file_info *fi)
+{
+	if (!f->direct_io || fi->writepage || !(fi->flags & O_DSYNC))
+		return 0;
+	return P2Z_IO_FUA;
 }
 
 /* Copy the request's data into a pool buffer. */
@@ -423,7 +443,8 @@ void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		 * write-back of a mapped page is never an append.
 		 */
 		append = !fi->writepage && (fi->flags & O_APPEND);
-		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append);
+		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append,
+					p2z_fs_write_flags(f, fi));
 	}
 	if (ret > 0)
 		p2z_fs_touch(fs, ino);

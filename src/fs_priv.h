@@ -57,6 +57,7 @@ struct p2z_fs_attr {
 struct p2z_fs_file {
 	int flags;
 	bool writer; /* holds a p2z_zone_get_write() reference */
+	bool direct_io; /* opened FOPEN_DIRECT_IO: no page cache */
 	bool closing; /* flushed, not released; guarded by closing_lock */
 };
 

@@ -513,7 +513,7 @@ static void __p2z_zone_advance(struct p2z_zone_table *zt, struct p2z_zone *z,
  */
 static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
-				  uint64_t wp, bool *desync)
+				  uint64_t wp, unsigned int flags, bool *desync)
 {
 	uint64_t want = (z->start_bytes + wp) / zt->geom.lba_bytes;
 	uint64_t lba = want;
@@ -521,8 +521,8 @@ static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 
 	if (!zt->priv->use_append)
 		return p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + wp,
-				      0);
-	n = p2z_dev_append(zt->dev, zidx, buf, len, &lba, 0);
+				      flags);
+	n = p2z_dev_append(zt->dev, zidx, buf, len, &lba, flags);
 	if (n > 0 && lba != want) {
 		p2z_log(LOG_ERR,
 			"zone %" PRIu64 ": append landed at LBA %" PRIu64
@@ -535,7 +535,7 @@ static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 
 static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
-				  uint64_t ofs, bool append)
+				  uint64_t ofs, bool append, unsigned int flags)
 {
 	bool desync = false;
 	ssize_t n;
@@ -549,7 +549,7 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 		n = ret;
 		goto out_unlock;
 	}
-	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, &desync);
+	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, flags, &desync);
 	if (n > 0 && !desync) {
 		pthread_mutex_lock(&z->lock);
 		__p2z_zone_advance(zt, z, n);
@@ -573,7 +573,7 @@ out_unlock:
 
 static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
-				  uint64_t ofs, bool append)
+				  uint64_t ofs, bool append, unsigned int flags)
 {
 	ssize_t n;
 	int ret;
@@ -583,7 +583,7 @@ static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
 	pthread_mutex_unlock(&z->lock);
 	if (ret || !len)
 		return ret;
-	n = p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + ofs, 0);
+	n = p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + ofs, flags);
 	if (n == (ssize_t)len || (n < 0 && !p2z_zone_err_is_io(n)))
 		return n;
 	p2z_log(LOG_ERR,
@@ -595,15 +595,17 @@ static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
 }
 
 ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
-		       const void *buf, size_t len, uint64_t ofs, bool append)
+		       const void *buf, size_t len, uint64_t ofs, bool append,
+		       unsigned int flags)
 {
 	struct p2z_zone *z = p2z_zone_of(zt, zidx);
 
-	if (!z)
+	if (!z || (flags & ~P2Z_IO_FUA))
 		return -EINVAL;
 	if (p2z_zone_is_seq(z))
-		return p2z_zone_write_seq(zt, z, zidx, buf, len, ofs, append);
-	return p2z_zone_write_cnv(zt, z, zidx, buf, len, ofs, append);
+		return p2z_zone_write_seq(zt, z, zidx, buf, len, ofs, append,
+					  flags);
+	return p2z_zone_write_cnv(zt, z, zidx, buf, len, ofs, append, flags);
 }
 
 /* Zone management on behalf of a file; z->wr_lock held. */
