@@ -27,6 +27,26 @@ static struct p2z_zone *p2z_zone_of(struct p2z_zone_table *zt, uint64_t zidx)
 	return &zt->zones[zidx];
 }
 
+/*
+ * The errors= policy after a device error (zone_errors.c), with z->wr_lock
+ * held or not. It may change the zone's size, mode or access behind its
+ * file, whatever request met the error: flagged for
+ * p2z_zone_clear_changed().
+ */
+static void __p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     uint64_t zidx, bool write)
+{
+	__p2z_zone_io_error(zt, z, zidx, write);
+	atomic_store(&z->changed, true);
+}
+
+static void p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+			   uint64_t zidx, bool write)
+{
+	p2z_zone_io_error(zt, z, zidx, write);
+	atomic_store(&z->changed, true);
+}
+
 static bool p2z_zone_is_aligned(const struct p2z_zone_table *zt, uint64_t v)
 {
 	return (v & (zt->geom.lba_bytes - 1)) == 0;
@@ -392,6 +412,13 @@ void p2z_zone_table_dev_facts(const struct p2z_zone_table *zt,
 	f->max_append_bytes = dev->info.max_append_bytes;
 }
 
+bool p2z_zone_clear_changed(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+
+	return z && atomic_exchange(&z->changed, false);
+}
+
 const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st)
 {
 	return p2z_zone_cond_name(st->cond);
@@ -458,7 +485,7 @@ out_unlock:
 		p2z_log(LOG_ERR,
 			"zone %" PRIu64 ": read at %" PRIu64 " failed (%zd)",
 			zidx, ofs, ret);
-		p2z_zone_io_error(zt, z, zidx, false);
+		p2z_zone_error(zt, z, zidx, false);
 		ret = -EIO;
 	}
 	return ret;
@@ -563,7 +590,7 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
 		" failed (%zd)",
 		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
-	__p2z_zone_io_error(zt, z, zidx, true);
+	__p2z_zone_error(zt, z, zidx, true);
 	if (n <= 0 || desync)
 		n = -EIO;
 out_unlock:
@@ -590,7 +617,7 @@ static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
 		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
 		" failed (%zd)",
 		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
-	p2z_zone_io_error(zt, z, zidx, true);
+	p2z_zone_error(zt, z, zidx, true);
 	return n > 0 ? n : -EIO;
 }
 
@@ -623,7 +650,7 @@ static int __p2z_zone_mgmt(struct p2z_zone_table *zt, struct p2z_zone *z,
 	if (ret && p2z_zone_err_is_io(ret)) {
 		p2z_log(LOG_ERR, "zone %" PRIu64 ": %s failed (%d)", zidx,
 			names[op], ret);
-		__p2z_zone_io_error(zt, z, zidx, op != P2Z_ZONE_OP_CLOSE);
+		__p2z_zone_error(zt, z, zidx, op != P2Z_ZONE_OP_CLOSE);
 		return -EIO;
 	}
 	return ret;
@@ -689,7 +716,7 @@ int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
 		if (p2z_zone_err_is_io(ret)) {
 			p2z_log(LOG_ERR, "zone %" PRIu64 ": %s failed (%d)",
 				zidx, size ? "finish" : "reset", ret);
-			__p2z_zone_io_error(zt, z, zidx, true);
+			__p2z_zone_error(zt, z, zidx, true);
 			ret = -EIO;
 		}
 		goto out_unlock;
@@ -831,7 +858,7 @@ int p2z_zone_flush(struct p2z_zone_table *zt, uint64_t zidx)
 	if (ret) {
 		p2z_log(LOG_ERR, "zone %" PRIu64 ": flush failed (%d)", zidx,
 			ret);
-		p2z_zone_io_error(zt, z, zidx, true);
+		p2z_zone_error(zt, z, zidx, true);
 		return -EIO;
 	}
 	return 0;

@@ -261,6 +261,21 @@ int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
 		       struct p2z_zone_state *st);
 
 /**
+ * p2z_zone_clear_changed() - whether the errors= policy changed a zone
+ * @zt: table
+ * @zidx: zone index
+ *
+ * After a device error the errors= policy may change a zone's size, mode
+ * or access, whichever request (on whichever file) met the error. The
+ * filesystem asks after the requests that may have met one and drops what
+ * the kernel caches of the zone's file.
+ *
+ * Return: true once after each run of the policy on the zone (clearing
+ * the flag), false otherwise and for a bad @zidx.
+ */
+bool p2z_zone_clear_changed(struct p2z_zone_table *zt, uint64_t zidx);
+
+/**
  * p2z_zone_read() - read from a zone, never past its write pointer
  * @zt: table
  * @zidx: zone index

@@ -955,6 +955,40 @@ START_TEST(test_errors_write_fault)
 }
 END_TEST
 
+/*
+ * Every run of the errors= policy is flagged once for the filesystem, which
+ * then drops the kernel's cache of the zone's file; nothing else is.
+ */
+START_TEST(test_errors_changed)
+{
+	void *buf;
+	uint64_t z;
+
+	fx_setup(&geoms[0], P2Z_ERRORS_ZONE_OFFLINE, false);
+	buf = buf_alloc(lba());
+	z = seq_zone(0);
+	ck_assert_int_eq(put(z, 0, lba()), lba());
+	ck_assert_int_eq(zone_reset(z), 0);
+	ck_assert(!p2z_zone_clear_changed(fx.zt, z));
+	ck_assert_int_eq(
+		p2z_emu_set_fault(fx.path, z, P2Z_EMU_FAULT_FAIL_NEXT_IO), 0);
+	ck_assert_int_eq(put(z, 0, lba()), -EIO);
+	ck_assert(!p2z_zone_clear_changed(fx.zt, seq_zone(1)));
+	ck_assert(p2z_zone_clear_changed(fx.zt, z));
+	ck_assert(!p2z_zone_clear_changed(fx.zt, z));
+	/* a read error on a good zone too (the policy ran, changed nothing) */
+	ck_assert_int_eq(put(seq_zone(1), 0, lba()), lba());
+	ck_assert_int_eq(p2z_emu_set_fault(fx.path, seq_zone(1),
+					   P2Z_EMU_FAULT_FAIL_NEXT_IO),
+			 0);
+	ck_assert_int_eq(p2z_zone_read(fx.zt, seq_zone(1), buf, lba(), 0),
+			 -EIO);
+	ck_assert(p2z_zone_clear_changed(fx.zt, seq_zone(1)));
+	ck_assert(!p2z_zone_clear_changed(fx.zt, fx.p.nr_zones));
+	free(buf);
+}
+END_TEST
+
 /* A failed reset is a write error too. */
 START_TEST(test_errors_mgmt_fault)
 {
@@ -1471,6 +1505,7 @@ static Suite *zone_suite(void)
 	tcase_add_loop_test(tc, test_errors_read_fault, 0, NR_POLICIES);
 	tcase_add_loop_test(tc, test_errors_zone_condition, 0, 2 * NR_POLICIES);
 	tcase_add_loop_test(tc, test_errors_desync, 0, 2);
+	tcase_add_test(tc, test_errors_changed);
 
 	tc = tcase(s, "flush");
 	tcase_add_test(tc, test_flush);
