@@ -207,6 +207,8 @@ static void fx_fail_flush(int err)
 {
 	hook_ops = *fx.dev->ops;
 	hook_ops.flush = hook_flush;
+	/* emu takes FUA natively: make FUA the dispatcher's flush after it */
+	hook_ops.fua = false;
 	hook_flush_ret = err;
 	fx.dev->ops = &hook_ops;
 }
