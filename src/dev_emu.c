@@ -103,7 +103,7 @@ struct emu_zone {
 	/* The device's state word (host order, packed as the table's): the
 	 * table holds the persisted one. Written under res_lock. */
 	uint64_t vstate;
-	bool dirty; /* vstate may differ from the table; res_lock */
+	bool dirty; /* vstate may differ from the table; res_lock, atomic */
 	bool has_snap; /* flush: store @snap after the data sync; res_lock */
 	uint64_t snap;
 	/* Cached data of LBAs [cstart, cstart + cnlb); zone lock. */
@@ -487,7 +487,7 @@ static int __emu_zone_persist(struct emu_dev *e, uint64_t zidx, bool sync)
 		return ret;
 	pthread_mutex_lock(&e->res_lock);
 	__emu_store_state(e, zidx, z->vstate);
-	z->dirty = false;
+	__atomic_store_n(&z->dirty, false, __ATOMIC_RELEASE);
 	z->has_snap = false; /* older than what is stored now */
 	pthread_mutex_unlock(&e->res_lock);
 	return sync ? emu_fdatasync(e) : 0;
@@ -514,7 +514,7 @@ static int emu_cache_flush(struct emu_dev *e)
 			pthread_mutex_lock(&e->res_lock);
 			z->snap = z->vstate;
 			z->has_snap = true;
-			z->dirty = false;
+			__atomic_store_n(&z->dirty, false, __ATOMIC_RELEASE);
 			pthread_mutex_unlock(&e->res_lock);
 			nr++;
 		}
@@ -1025,7 +1025,7 @@ static int __emu_zone_reset(struct emu_dev *e, uint64_t zidx)
 	__emu_set_state(e, zidx, 0, P2Z_ZONE_COND_EMPTY);
 	if (e->vwc) {
 		__emu_store_state(e, zidx, z->vstate);
-		z->dirty = false;
+		__atomic_store_n(&z->dirty, false, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&e->res_lock);
 	return 0;

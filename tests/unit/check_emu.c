@@ -1906,33 +1906,86 @@ static void cc_verify(struct p2z_dev *dev, struct cc_arg *args, uint64_t zidx)
 }
 
 /* _i = 0: all threads append to zone 0; 1: each to a zone of its own. */
+struct cc_flusher {
+	struct p2z_dev *dev;
+	bool stop; /* atomic */
+	int err;
+	unsigned int nr;
+};
+
+/* Flush in a loop until told to stop (volatile cache: races the writes). */
+static void *cc_flush_thread(void *p)
+{
+	struct cc_flusher *f = p;
+
+	while (!__atomic_load_n(&f->stop, __ATOMIC_ACQUIRE)) {
+		if (p2z_dev_flush(f->dev) && !f->err)
+			f->err = -EIO;
+		f->nr++;
+		sched_yield();
+	}
+	return NULL;
+}
+
+/*
+ * _i bit 0: every thread on its own zone, else all on zone 0; bit 1: a
+ * volatile-cache image of 1 MiB of cache (destaging), flushed by another
+ * thread all along, then closed (written back) and checked again.
+ */
 START_TEST(test_append_concurrent)
 {
 	struct p2z_emu_params p = defparams();
 	struct cc_arg args[CC_THREADS];
-	pthread_t th[CC_THREADS];
+	pthread_t th[CC_THREADS], fth;
 	unsigned int t, n = p2z_check_short_run() ? 20 : 200;
+	struct cc_flusher fl = { 0 };
+	bool vwc = _i & 2, per_zone = _i & 1;
 	struct p2z_dev *dev;
 
 	p.zone_bytes = p.cap_bytes = 16ULL << 20;
 	p.nr_zones = CC_THREADS;
-	dev = mkdev_p(&p);
+	if (vwc) {
+		ck_assert_int_eq(setenv("P2Z_EMU_CACHE_BYTES", "1048576", 1),
+				 0);
+		ck_assert_int_eq(p2z_emu_create(img, &p,
+						P2Z_EMU_CREATE_VOLATILE_CACHE),
+				 0);
+		dev = opendev(0);
+		unsetenv("P2Z_EMU_CACHE_BYTES");
+	} else {
+		dev = mkdev_p(&p);
+	}
 	for (t = 0; t < CC_THREADS; t++) {
 		args[t] = (struct cc_arg){
-			.dev = dev, .zidx = _i ? t : 0, .tid = t, .n = n
+			.dev = dev, .zidx = per_zone ? t : 0, .tid = t, .n = n
 		};
 		args[t].lba = calloc(n, sizeof(uint64_t));
 		ck_assert_ptr_nonnull(args[t].lba);
 	}
+	fl.dev = dev;
+	if (vwc)
+		ck_assert_int_eq(
+			pthread_create(&fth, NULL, cc_flush_thread, &fl), 0);
 	for (t = 0; t < CC_THREADS; t++)
 		ck_assert_int_eq(
 			pthread_create(&th[t], NULL, cc_thread, &args[t]), 0);
 	for (t = 0; t < CC_THREADS; t++)
 		ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+	if (vwc) {
+		__atomic_store_n(&fl.stop, true, __ATOMIC_RELEASE);
+		ck_assert_int_eq(pthread_join(fth, NULL), 0);
+		ck_assert_int_eq(fl.err, 0);
+	}
 	for (t = 0; t < CC_THREADS; t++)
 		ck_assert_int_eq(args[t].err, 0);
-	for (t = 0; t < (_i ? CC_THREADS : 1); t++)
+	for (t = 0; t < (per_zone ? CC_THREADS : 1); t++)
 		cc_verify(dev, args, t);
+	if (vwc) {
+		p2z_dev_close(dev);
+		dev = opendev(0);
+		for (t = 0; t < (per_zone ? CC_THREADS : 1); t++)
+			cc_verify(dev, args, t);
+	}
 	for (t = 0; t < CC_THREADS; t++)
 		free(args[t].lba);
 	p2z_dev_close(dev);
@@ -2910,7 +2963,7 @@ static Suite *emu_suite(void)
 			    ARRAY_SIZE(fault_words));
 
 	tc = tcase(s, "concurrent");
-	tcase_add_loop_test(tc, test_append_concurrent, 0, 2);
+	tcase_add_loop_test(tc, test_append_concurrent, 0, 4);
 
 	tc = tcase(s, "direct");
 	tcase_add_loop_test(tc, test_open_direct_fd, 0,
