@@ -39,22 +39,26 @@
  * zone table holds the persisted state; each sequential zone has its
  * state word in memory (emu_zone.vstate) and its written data in a buffer
  * (emu_zone.cbuf: the LBAs from the persisted data's end to the write
- * pointer). What is volatile, lost at a power cut:
+ * pointer); each conventional zone a log of its writes (struct
+ * emu_cnv_ext), written back in order, read over the image's data. What
+ * is volatile, lost at a power cut:
  *   - writes and appends: data, write pointer advance, implicit open,
  *     and the full condition of a write that fills the zone;
+ *   - writes to conventional zones;
  *   - open, close and finish (condition changes), and the conditions
- *     faults set (read-only, offline, online).
+ *     faults set on sequential zones (read-only, offline, online).
  * What is not: a reset (as above, the zone's cache dropped first; it is
  * stored in the table when it completes), the power cycle at open (open
- * zones closed), and conventional zones, which have no cache (their
- * writes go to the image as they complete). Reads see the cached data.
+ * zones closed), the conditions of conventional zones (faults). Reads see
+ * the cached data.
  * Persisting a zone writes its cached data to the image, fdatasync()s,
  * then stores its state word in the table, so a persisted write pointer
  * never covers data that is not in the image; data in the image past the
  * stored write pointer is never read. Flush persists every zone (data of
  * all, one fdatasync(), the states each zone had when its data was
- * written, a second fdatasync()); a FUA write persists its zone, with a
- * second fdatasync(); when the cache holds more than 64 MiB
+ * written, a second fdatasync()); a FUA write persists its zone and
+ * fdatasync()s again (a conventional zone: its log, one fdatasync());
+ * when the cache holds more than 64 MiB
  * (P2Z_EMU_CACHE_BYTES, tests only) the zone just written is destaged
  * (persisted, without the second fdatasync()); closing the device
  * persists everything, as a drive's orderly shutdown does.
@@ -106,10 +110,19 @@ struct emu_zone {
 	bool dirty; /* vstate may differ from the table; res_lock, atomic */
 	bool has_snap; /* flush: store @snap after the data sync; res_lock */
 	uint64_t snap;
-	/* Cached data of LBAs [cstart, cstart + cnlb); zone lock. */
+	/* Cached data, zone lock: of a sequential zone, LBAs [cstart,
+	 * cstart + cnlb); of a conventional one, a log of cused bytes of
+	 * writes (struct emu_cnv_ext and its data), cnlb LBAs in all. */
 	void *cbuf;
 	size_t ccap; /* bytes allocated at cbuf */
+	size_t cused;
 	uint64_t cstart, cnlb;
+};
+
+/* A write cached in a conventional zone's log, its data after it. */
+struct emu_cnv_ext {
+	uint64_t rel; /* LBA in the zone */
+	uint64_t nlb;
 };
 
 /* Buffer alignment used for O_DIRECT: enough for every Linux filesystem. */
@@ -400,6 +413,7 @@ static void __emu_cache_drop(struct emu_dev *e, struct emu_zone *z)
 	__atomic_sub_fetch(&e->cache_bytes, z->cnlb * e->g.lba_bytes,
 			   __ATOMIC_RELAXED);
 	z->cnlb = 0;
+	z->cused = 0;
 	if (z->ccap > P2Z_EMU_MAX_XFER_BYTES) {
 		/* Give a large buffer back after a destage. */
 		free(z->cbuf);
@@ -414,26 +428,35 @@ static void __emu_cache_drop(struct emu_dev *e, struct emu_zone *z)
  *
  * Return: 0 or -ENOMEM.
  */
+/* Room for @need bytes at z->cbuf. Caller holds the zone lock. */
+static int __emu_cache_reserve(struct emu_zone *z, size_t need)
+{
+	size_t cap;
+	void *p;
+
+	if (need <= z->ccap)
+		return 0;
+	cap = z->ccap ? z->ccap : 65536;
+	while (cap < need)
+		cap *= 2;
+	p = realloc(z->cbuf, cap);
+	if (!p)
+		return -ENOMEM;
+	z->cbuf = p;
+	z->ccap = cap;
+	return 0;
+}
+
 static int __emu_cache_add(struct emu_dev *e, struct emu_zone *z, uint64_t wp,
 			   const void *buf, uint64_t nlb)
 {
-	size_t len = nlb * e->g.lba_bytes, have, need, cap;
-	void *p;
+	size_t len = nlb * e->g.lba_bytes, have;
 
 	if (!z->cnlb)
 		z->cstart = wp;
 	have = z->cnlb * e->g.lba_bytes;
-	need = have + len;
-	if (need > z->ccap) {
-		cap = z->ccap ? z->ccap : 65536;
-		while (cap < need)
-			cap *= 2;
-		p = realloc(z->cbuf, cap);
-		if (!p)
-			return -ENOMEM;
-		z->cbuf = p;
-		z->ccap = cap;
-	}
+	if (__emu_cache_reserve(z, have + len))
+		return -ENOMEM;
 	memcpy((char *)z->cbuf + have, buf, len);
 	z->cnlb += nlb;
 	__atomic_add_fetch(&e->cache_bytes, len, __ATOMIC_RELAXED);
@@ -447,12 +470,87 @@ static int __emu_cache_add(struct emu_dev *e, struct emu_zone *z, uint64_t wp,
  *
  * Return: 1 if data was written, 0 if there was none, or -EIO.
  */
+/* Log a write of @nlb LBAs at @rel of a conventional zone; as above. */
+static int __emu_cnv_cache_add(struct emu_dev *e, struct emu_zone *z,
+			       uint64_t rel, const void *buf, uint64_t nlb)
+{
+	struct emu_cnv_ext x = { .rel = rel, .nlb = nlb };
+	size_t len = nlb * e->g.lba_bytes;
+	char *p;
+
+	if (__emu_cache_reserve(z, z->cused + sizeof(x) + len))
+		return -ENOMEM;
+	p = (char *)z->cbuf + z->cused;
+	memcpy(p, &x, sizeof(x));
+	memcpy(p + sizeof(x), buf, len);
+	z->cused += sizeof(x) + len;
+	z->cnlb += nlb;
+	__atomic_add_fetch(&e->cache_bytes, len, __ATOMIC_RELAXED);
+	return 0;
+}
+
+/* The writes logged for a conventional zone to the image, in order. */
+static int __emu_cnv_writeback(struct emu_dev *e, uint64_t zidx)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	size_t at = 0, len;
+	struct emu_cnv_ext x;
+	uint64_t ofs;
+	int ret;
+
+	if (!z->cused)
+		return 0;
+	while (at < z->cused) {
+		memcpy(&x, (char *)z->cbuf + at, sizeof(x));
+		len = x.nlb * e->g.lba_bytes;
+		ofs = emu_file_ofs(e, zidx, x.rel);
+		ret = emu_data_write(e, (char *)z->cbuf + at + sizeof(x), len,
+				     ofs, 0);
+		if (ret) /* the log stays: writing it again is harmless */
+			return emu_host_error(e, "write back", ofs, ret);
+		at += sizeof(x) + len;
+	}
+	__emu_cache_drop(e, z);
+	return 1;
+}
+
+/* LBAs [rel, rel + nlb) of a conventional zone: the image's, then each
+ * logged write over them, oldest first. */
+static int __emu_cnv_cache_read(struct emu_dev *e, uint64_t zidx, void *buf,
+				uint64_t rel, uint64_t nlb)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	uint64_t lba = e->g.lba_bytes, ofs = emu_file_ofs(e, zidx, rel);
+	uint64_t from, to;
+	struct emu_cnv_ext x;
+	size_t at = 0;
+	int ret;
+
+	ret = emu_data_read(e, buf, nlb * lba, ofs);
+	if (ret)
+		return emu_host_error(e, "read", ofs, ret);
+	while (at < z->cused) {
+		memcpy(&x, (char *)z->cbuf + at, sizeof(x));
+		from = x.rel > rel ? x.rel : rel;
+		to = x.rel + x.nlb < rel + nlb ? x.rel + x.nlb : rel + nlb;
+		if (from < to)
+			memcpy((char *)buf + (from - rel) * lba,
+			       (char *)z->cbuf + at + sizeof(x) +
+				       (from - x.rel) * lba,
+			       (to - from) * lba);
+		at += sizeof(x) + x.nlb * lba;
+	}
+	return 0;
+}
+
 static int __emu_cache_writeback(struct emu_dev *e, uint64_t zidx)
 {
 	struct emu_zone *z = &e->zones[zidx];
 	uint64_t ofs = emu_file_ofs(e, zidx, z->cstart);
 	int ret;
 
+	if (emu_zone_is_cnv(e, zidx))
+		return __emu_cnv_writeback(e, zidx);
 	if (!z->cnlb)
 		return 0;
 	ret = emu_data_write(e, z->cbuf, z->cnlb * e->g.lba_bytes, ofs, 0);
@@ -485,6 +583,10 @@ static int __emu_zone_persist(struct emu_dev *e, uint64_t zidx, bool sync)
 		ret = emu_fdatasync(e);
 	if (ret)
 		return ret;
+	if (emu_zone_is_cnv(e, zidx)) { /* its state is in the table */
+		__atomic_store_n(&z->dirty, false, __ATOMIC_RELEASE);
+		return 0;
+	}
 	pthread_mutex_lock(&e->res_lock);
 	__emu_store_state(e, zidx, z->vstate);
 	__atomic_store_n(&z->dirty, false, __ATOMIC_RELEASE);
@@ -504,13 +606,15 @@ static int emu_cache_flush(struct emu_dev *e)
 	struct emu_zone *z;
 	int ret = 0, err;
 
-	for (zidx = e->g.nr_cnv; zidx < e->g.nr_zones; zidx++) {
+	for (zidx = 0; zidx < e->g.nr_zones; zidx++) {
 		z = &e->zones[zidx];
 		if (!__atomic_load_n(&z->dirty, __ATOMIC_ACQUIRE))
 			continue;
 		pthread_mutex_lock(&z->lock);
 		err = __emu_cache_writeback(e, zidx);
-		if (err >= 0) {
+		if (err >= 0 && emu_zone_is_cnv(e, zidx)) {
+			__atomic_store_n(&z->dirty, false, __ATOMIC_RELEASE);
+		} else if (err >= 0) {
 			pthread_mutex_lock(&e->res_lock);
 			z->snap = z->vstate;
 			z->has_snap = true;
@@ -877,7 +981,7 @@ static ssize_t emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 	ret = emu_check_io(e, len, ofs, &zidx, &rel, &nlb);
 	if (ret)
 		return ret;
-	cached = e->vwc && !emu_zone_is_cnv(e, zidx);
+	cached = e->vwc;
 	if (nlb > e->g.zone_lba - rel)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_BOUNDARY);
 	ret = emu_zone_check_faults(e, zidx, true);
@@ -894,7 +998,9 @@ static ssize_t emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 	end = emu_zone_is_cnv(e, zidx) ? e->g.zone_lba : emu_wp(e, zidx);
 	if (end > rel)
 		data = end - rel < nlb ? end - rel : nlb;
-	if (data && cached) {
+	if (data && cached && emu_zone_is_cnv(e, zidx)) {
+		ret = __emu_cnv_cache_read(e, zidx, buf, rel, data);
+	} else if (data && cached) {
 		ret = __emu_cache_read(e, zidx, buf, rel, data);
 	} else if (data) {
 		uint64_t fofs = emu_file_ofs(e, zidx, rel);
@@ -912,7 +1018,40 @@ static ssize_t emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 	return (ssize_t)len;
 }
 
-/* Conventional zones have no cache: FUA is RWF_DSYNC. */
+/*
+ * A write to a conventional zone with a volatile cache: logged, the zone
+ * persisted for FUA or destaged past the cache's bound; written back and
+ * then through if no memory is left for the log.
+ */
+static int emu_cnv_cache_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
+			       uint64_t nlb, const void *buf, bool fua)
+{
+	struct emu_zone *z = &e->zones[zidx];
+	uint64_t fofs = emu_file_ofs(e, zidx, rel);
+	int ret;
+
+	pthread_mutex_lock(&z->lock);
+	ret = __emu_cnv_cache_add(e, z, rel, buf, nlb);
+	if (!ret) {
+		__atomic_store_n(&z->dirty, true, __ATOMIC_RELEASE);
+		if (fua || __atomic_load_n(&e->cache_bytes, __ATOMIC_RELAXED) >
+				   e->cache_max)
+			ret = __emu_zone_persist(e, zidx, fua);
+	} else {
+		/* No memory for the log: the log, then this write, in order. */
+		ret = __emu_cache_writeback(e, zidx);
+		if (ret >= 0) {
+			ret = emu_data_write(e, buf, nlb * e->g.lba_bytes, fofs,
+					     fua ? RWF_DSYNC : 0);
+			if (ret)
+				ret = emu_host_error(e, "write", fofs, ret);
+		}
+	}
+	pthread_mutex_unlock(&z->lock);
+	return ret;
+}
+
+/* Without a volatile cache, FUA is RWF_DSYNC. */
 static ssize_t emu_cnv_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
 			     uint64_t nlb, const void *buf, bool fua)
 {
@@ -930,6 +1069,10 @@ static ssize_t emu_cnv_write(struct emu_dev *e, uint64_t zidx, uint64_t rel,
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_OFFLINE);
 	if (nlb > e->g.zone_lba - rel)
 		return p2z_dev_nvme_status_errno(P2Z_NVME_SC_ZONE_BOUNDARY);
+	if (e->vwc) {
+		ret = emu_cnv_cache_write(e, zidx, rel, nlb, buf, fua);
+		return ret ? ret : (ssize_t)(nlb * e->g.lba_bytes);
+	}
 	ret = emu_data_write(e, buf, nlb * e->g.lba_bytes, fofs,
 			     fua ? RWF_DSYNC : 0);
 	if (ret)

@@ -2580,6 +2580,45 @@ START_TEST(test_fua_no_cache)
 }
 END_TEST
 
+/* Conventional zone 0: 4 blocks flushed, 4 cached over 2 of them, one
+ * FUA write (persisting them), 2 more cached. */
+static void vwc_cnv_child(struct p2z_dev *dev)
+{
+	child_wr(dev, 0, 0, 4, 81, 0, 3);
+	if (p2z_dev_flush(dev))
+		_exit(4);
+	child_wr(dev, 0, 2, 4, 82, 0, 5);
+	child_expect(dev, 0, 0, 2, 81, 6);
+	child_expect(dev, 0, 2, 4, 82, 7);
+	child_wr(dev, 0, 10, 1, 83, P2Z_IO_FUA, 8);
+	child_wr(dev, 0, 20, 2, 84, 0, 9);
+	child_wr(dev, 0, 21, 1, 85, 0, 10);
+	child_expect(dev, 0, 20, 1, 84, 11);
+	child_expect(dev, 0, 21, 1, 85, 12);
+	child_expect(dev, 0, 6, 4, 0, 13);
+}
+
+/* Conventional zones are cached too: later writes win in reads, a FUA
+ * write persists the zone's earlier ones, a power cut loses the rest. */
+START_TEST(test_vwc_cnv)
+{
+	struct p2z_emu_params p = defparams();
+	struct p2z_dev *dev;
+
+	p.nr_cnv_zones = 1;
+	ck_assert_int_eq(p2z_emu_create(img, &p, P2Z_EMU_CREATE_VOLATILE_CACHE),
+			 0);
+	power_cut(vwc_cnv_child);
+	dev = opendev(0);
+	expect_data(dev, 0, 0, 2, 81);
+	expect_data(dev, 0, 2, 4, 82);
+	expect_zeros(dev, 0, 6, 4);
+	expect_data(dev, 0, 10, 1, 83);
+	expect_zeros(dev, 0, 11, ZONE_LBA - 11);
+	p2z_dev_close(dev);
+}
+END_TEST
+
 /* The header flag: shown by a look at the image, unknown flags refused. */
 START_TEST(test_vwc_header_flag)
 {
@@ -2985,6 +3024,7 @@ static Suite *emu_suite(void)
 	tcase_add_test(tc, test_vwc_reset_after_cut);
 	tcase_add_test(tc, test_vwc_destage);
 	tcase_add_test(tc, test_fua_no_cache);
+	tcase_add_test(tc, test_vwc_cnv);
 	tcase_add_test(tc, test_vwc_header_flag);
 	tcase_add_loop_test(tc, test_reset_order, 0, 2);
 	return s;
