@@ -1,9 +1,10 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck disable=SC2119 # every mount here is without options
 # Power cut: on an image with a volatile write cache (po2zfs-emu create
 # --volatile-cache), SIGKILL of the daemon loses everything not flushed, as
 # a power cut does. Each cycle, four writers append self-describing 16 KiB
-# records, one write each, to seq/0 (dd oflag=dsync: O_DSYNC, a FUA write),
+# records, one write each (one FUSE request, one device write), to seq/0 (dd oflag=dsync: O_DSYNC, a FUA write),
 # seq/1 (dd conv=fsync: a flush after each record), seq/2 and seq/3 (plain
 # writes), logging each acknowledged record; the daemon is killed with
 # SIGKILL after a random delay, the device mounted again, and every zone
@@ -70,12 +71,13 @@ pc_check()
 	assert_xattr "$f" user.zone.wp "$size"
 	out=$(awk -v z="$z" -v per="$PC_LINES" '
 		{
-			want = sprintf("%-31s", "pc z=" z " n=" int((NR - 1) / per))
+			n = int((NR - 1) / per)
+			want = sprintf("%-31s", "pc z=" z " n=" n)
 			if ($0 != want) {
-				print "line " NR ": \"" $0 "\", expected \"" want "\""
+				print "record " n " line " NR ": \"" $0 "\", expected \"" want "\""
 				exit 1
 			}
-		}' "$f") || fail "seq/$z: record $((${out#line } / PC_LINES)) damaged: $out"
+		}' "$f") || fail "seq/$z: $out"
 	# the po2 view: zeros from the write pointer on (if the zone has room)
 	if [ "$size" -lt "$CAP" ]; then
 		out=$(dd if="$MNT/po2" bs=4096 count=4 status=none \
