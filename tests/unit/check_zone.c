@@ -191,8 +191,8 @@ static ssize_t put(uint64_t zidx, uint64_t ofs, size_t len)
 
 /*
  * The emu backend's ops, copied so that a test can replace one of them
- * (fx_hook_ops()); the backend's state is reached from struct p2z_dev as
- * before.
+ * (fx_fail_flush(), fx_hook_report()); the backend's state is reached from
+ * struct p2z_dev as before.
  */
 static struct p2z_dev_ops hook_ops;
 static int hook_flush_ret;
