@@ -20,8 +20,10 @@
  *   them (it updates i_size, drops the truncated pages and invalidates the
  *   attributes after a write);
  * - writes through po2 change a zone file the kernel did not write to;
- * - the errors= policy changes sizes and modes after a device error.
- * Each of these calls p2z_fs_inval() before the request is answered. Without
+ * - the errors= policy changes sizes and modes after a device error, met
+ *   by any request on any file of the zone (p2z_fs_inval_changed()).
+ * Each of these calls p2z_fs_inval() before the request is answered, or
+ * right after it when the request may hold pages of that file locked. Without
  * a session to notify (unit tests), attributes are not cached at all.
  *
  * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
@@ -231,15 +233,22 @@ static double p2z_fs_attr_timeout(const struct p2z_fs *fs,
 }
 
 /*
- * After a device error the errors= policy may have changed the zone's size
- * or mode: drop what the kernel caches of it. Called after the reply, so
- * that a read request never waits for the invalidation of its own page.
+ * After a device error the errors= policy may have changed a zone's size,
+ * mode or access (whichever request met the error, on whichever file):
+ * drop what the kernel caches of the zone's file. Called after the reply
+ * where the request may hold pages of that file locked (a read, a write
+ * through the page cache), so that it never waits for its own pages.
  */
-void p2z_fs_after_error(struct p2z_fs *fs, const struct p2z_fs_node *n,
-			ssize_t ret)
+void p2z_fs_inval_changed(struct p2z_fs *fs, uint64_t zidx)
 {
-	if (ret == -EIO && n->kind == P2Z_FS_ZONE)
-		p2z_fs_inval(fs, n->ino, 0);
+	if (p2z_zone_clear_changed(fs->zt, zidx))
+		p2z_fs_inval(fs, P2Z_FS_INO_ZONE0 + zidx, 0);
+}
+
+void p2z_fs_after_io(struct p2z_fs *fs, const struct p2z_fs_node *n)
+{
+	if (n->kind == P2Z_FS_ZONE)
+		p2z_fs_inval_changed(fs, n->zidx);
 }
 
 /*
@@ -400,7 +409,7 @@ static void p2z_fs_setattr(fuse_req_t req, fuse_ino_t ino, struct stat *attr,
 		ret = p2z_fs_stat(fs, &n, &st);
 	p2z_fs_count(fs, P2Z_FS_STAT_SETATTR, t0, ret);
 	p2z_fs_reply_attr(req, ret, &st, p2z_fs_attr_timeout(fs, &n));
-	p2z_fs_after_error(fs, &n, ret);
+	p2z_fs_after_io(fs, &n);
 }
 
 /* ---- directories ---- */

@@ -203,6 +203,7 @@ static int p2z_fs_open_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 	}
 	fi->direct_io = (fi->flags & O_DIRECT) ||
 			!p2z_fs_node_may_cache(fs, n, f->writer);
+	f->direct_io = fi->direct_io;
 	/* The daemon drops what changes behind the kernel (p2z_fs_inval). */
 	fi->keep_cache = !fi->direct_io && fs->se;
 	return ret;
@@ -235,13 +236,14 @@ void p2z_fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 	if (ret) {
 		free(f);
 		p2z_fs_reply_open(req, ret, fi);
-		p2z_fs_after_error(fs, &n, ret);
+		p2z_fs_after_io(fs, &n);
 		return;
 	}
 	fi->fh = (uintptr_t)f;
 	/* Interrupted open: the kernel will send no release for it. */
 	if (p2z_fs_reply_open(req, 0, fi))
 		p2z_fs_release_file(fs, &n, f);
+	p2z_fs_after_io(fs, &n);
 }
 
 void p2z_fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
@@ -255,6 +257,8 @@ void p2z_fs_release(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi)
 		p2z_fs_release_file(fs, &n, f);
 	p2z_fs_count(fs, P2Z_FS_STAT_RELEASE, t0, 0);
 	p2z_fs_reply_err(req, 0);
+	/* Closing an explicitly open zone may have failed. */
+	p2z_fs_after_io(fs, &n);
 }
 
 /* ---- read ---- */
@@ -300,7 +304,7 @@ void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
-	struct p2z_fs_node n = { 0 }, en;
+	struct p2z_fs_node n = { 0 };
 	uint64_t t0 = p2z_stat_now();
 	uint64_t err_zidx = UINT64_MAX;
 	size_t skip = 0;
@@ -316,40 +320,72 @@ void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	p2z_fs_count(fs, P2Z_FS_STAT_READ, t0, ret);
 	p2z_fs_reply_data(req, ret, buf ? buf + skip : NULL);
 	p2z_fs_buf_put(fs, buf);
-	/* A po2 read failed in the zone err_zidx: its own file changed. */
-	if (n.kind == P2Z_FS_PO2 && err_zidx != UINT64_MAX &&
-	    !p2z_fs_node_of(fs, P2Z_FS_INO_ZONE0 + err_zidx, &en))
-		p2z_fs_after_error(fs, &en, ret);
+	/* A po2 read failed in the zone err_zidx: its own file may change. */
+	if (n.kind == P2Z_FS_PO2 && err_zidx != UINT64_MAX)
+		p2z_fs_inval_changed(fs, err_zidx);
 	else
-		p2z_fs_after_error(fs, &n, ret);
+		p2z_fs_after_io(fs, &n);
 }
 
 /* ---- write ---- */
 
-static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
-				 const char *buf, size_t len, off_t off,
-				 bool append)
+/*
+ * A write through po2 changes a zone file behind the kernel's back: its
+ * size when it wrote something, its size, mode or access when the errors=
+ * policy ran on a failure (a short write included). Dropped before the
+ * reply: po2 is direct-io and holds no page of the zone file.
+ */
+static ssize_t p2z_fs_write_po2(struct p2z_fs *fs, const char *buf, size_t len,
+				off_t off, unsigned int flags)
 {
-	uint64_t zidx = 0;
+	uint64_t zidx = UINT64_MAX;
+	bool changed;
 	ssize_t ret;
 
+	ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, flags, &zidx);
+	if (zidx == UINT64_MAX)
+		return ret;
+	changed = p2z_zone_clear_changed(fs->zt, zidx);
+	if (ret > 0)
+		p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + zidx);
+	if (ret > 0 || changed)
+		p2z_fs_inval(fs, P2Z_FS_INO_ZONE0 + zidx, 0);
+	return ret;
+}
+
+static ssize_t p2z_fs_write_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				 const char *buf, size_t len, off_t off,
+				 bool append, unsigned int flags)
+{
 	if (off < 0)
 		return -EINVAL;
 	switch (n->kind) {
 	case P2Z_FS_ZONE:
 		return p2z_zone_write(fs->zt, n->zidx, buf, len, (uint64_t)off,
-				      append);
+				      append, flags);
 	case P2Z_FS_PO2:
-		ret = p2z_po2_write(fs->zt, buf, len, (uint64_t)off, &zidx);
-		/* The zone's own file changed, behind the kernel's back. */
-		if (ret > 0) {
-			p2z_fs_touch(fs, P2Z_FS_INO_ZONE0 + zidx);
-			p2z_fs_inval(fs, P2Z_FS_INO_ZONE0 + zidx, 0);
-		}
-		return ret;
+		return p2z_fs_write_po2(fs, buf, len, off, flags);
 	default:
 		return -EISDIR;
 	}
+}
+
+/*
+ * O_DSYNC, O_SYNC (which includes it) and RWF_DSYNC: the kernel passes them
+ * in the WRITE request's flags (fuse_write_flags() in fs/fuse/file.c), and
+ * for a direct-io file that is all it does: fuse_direct_write_iter() never
+ * calls fsync, so the data must be on stable media before the reply. A
+ * file using the page cache needs nothing here: its writes end in
+ * generic_write_sync(), which sends an FSYNC (a device flush) once the
+ * write is answered. Mapped pages written back (fi->writepage) carry no
+ * such flag.
+ */
+static unsigned int p2z_fs_write_flags(const struct p2z_fs_file *f,
+				       const struct fuse_file_info *fi)
+{
+	if (!f->direct_io || fi->writepage || !(fi->flags & O_DSYNC))
+		return 0;
+	return P2Z_IO_FUA;
 }
 
 /* Copy the request's data into a pool buffer. */
@@ -423,14 +459,18 @@ void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		 * write-back of a mapped page is never an append.
 		 */
 		append = !fi->writepage && (fi->flags & O_APPEND);
-		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append);
+		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append,
+					p2z_fs_write_flags(f, fi));
 	}
 	if (ret > 0)
 		p2z_fs_touch(fs, ino);
+	/* A direct-io writer holds no page: the reply can wait for that. */
+	if (f && f->direct_io)
+		p2z_fs_after_io(fs, &n);
 	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
 	p2z_fs_reply_write(req, ret);
 	p2z_fs_buf_put(fs, buf);
-	p2z_fs_after_error(fs, &n, ret);
+	p2z_fs_after_io(fs, &n);
 }
 
 /* ---- flush, fsync ---- */
@@ -466,5 +506,5 @@ void p2z_fs_fsync(fuse_req_t req, fuse_ino_t ino, int datasync,
 		ret = p2z_zone_table_flush(fs->zt);
 	p2z_fs_count(fs, P2Z_FS_STAT_FSYNC, t0, ret);
 	p2z_fs_reply_err(req, ret);
-	p2z_fs_after_error(fs, &n, ret);
+	p2z_fs_after_io(fs, &n);
 }

@@ -57,6 +57,7 @@ struct p2z_fs_attr {
 struct p2z_fs_file {
 	int flags;
 	bool writer; /* holds a p2z_zone_get_write() reference */
+	bool direct_io; /* opened FOPEN_DIRECT_IO: no page cache */
 	bool closing; /* flushed, not released; guarded by closing_lock */
 };
 
@@ -227,16 +228,22 @@ int p2z_fs_node_of(const struct p2z_fs *fs, fuse_ino_t ino,
 void p2z_fs_touch(struct p2z_fs *fs, fuse_ino_t ino);
 
 /**
- * p2z_fs_after_error() - drop the kernel's cache of a zone after -EIO
+ * p2z_fs_inval_changed() - drop the kernel's cache of a zone's file if the
+ *			    errors= policy changed the zone
  * @fs: filesystem
- * @n: the node the request was for
- * @ret: what the request returned
+ * @zidx: zone index
  *
- * Called after the reply (the errors= policy may have changed the zone's
- * size or mode).
+ * Call it after every request that may have met a device error in that
+ * zone, after the reply if the request may hold pages of the file locked.
  */
-void p2z_fs_after_error(struct p2z_fs *fs, const struct p2z_fs_node *n,
-			ssize_t ret);
+void p2z_fs_inval_changed(struct p2z_fs *fs, uint64_t zidx);
+
+/**
+ * p2z_fs_after_io() - p2z_fs_inval_changed() for the zone of a node
+ * @fs: filesystem
+ * @n: the node a request was for (nothing happens unless a zone file)
+ */
+void p2z_fs_after_io(struct p2z_fs *fs, const struct p2z_fs_node *n);
 
 /**
  * p2z_fs_inval_reset() - a zone was reset or finished: drop its file's

@@ -633,6 +633,30 @@ static int p2z_fake(struct p2z_main_opts *o, struct p2z_dev *dev,
 	return ret;
 }
 
+/*
+ * The daemon lets the device go: flush its write cache once, so that what
+ * was written without fsync(2) or O_DSYNC is on stable media too. Nothing
+ * else would do it: the kernel sends FUSE no SYNCFS (only virtiofs gets
+ * one), so sync(1) and syncfs(2) never reach the daemon. A read-only mount
+ * wrote nothing. Failure can only be logged: the mount is gone.
+ */
+static void p2z_flush_at_exit(const struct p2z_main_opts *o,
+			      struct p2z_dev *dev)
+{
+	int ret;
+
+	if (o->opts.zone.rdonly)
+		return;
+	ret = p2z_dev_flush(dev);
+	if (ret)
+		p2z_log(LOG_ERR,
+			"%s: flushing the write cache of %s failed: %s",
+			o->mountpoint_abs, o->device, strerror(-ret));
+	else
+		p2z_log(LOG_INFO, "%s: flushed the write cache of %s",
+			o->mountpoint_abs, o->device);
+}
+
 static int p2z_run(struct p2z_main_opts *o, const char *prog)
 {
 	struct p2z_remount rm = { .mountpoint = o->mountpoint_abs };
@@ -670,7 +694,9 @@ static int p2z_run(struct p2z_main_opts *o, const char *prog)
 	ret = p2z_mount_and_serve(o, fs, &rm, prog);
 	p2z_fs_free(fs);
 out_close_table:
+	/* After the table has closed the zones it held open. */
 	p2z_zone_table_close(zt);
+	p2z_flush_at_exit(o, dev);
 out_destroy_lock:
 	pthread_cond_destroy(&rm.cond);
 	pthread_mutex_destroy(&rm.lock);

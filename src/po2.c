@@ -62,7 +62,7 @@ ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
 }
 
 ssize_t p2z_po2_write(struct p2z_zone_table *zt, const void *buf, size_t len,
-		      uint64_t ofs, uint64_t *zidxp)
+		      uint64_t ofs, unsigned int flags, uint64_t *zidxp)
 {
 	uint64_t end = p2z_geom_po2_bytes(&zt->geom);
 	struct p2z_geom_piece first = { 0 };
@@ -92,5 +92,5 @@ ssize_t p2z_po2_write(struct p2z_zone_table *zt, const void *buf, size_t len,
 	*zidxp = first_zidx;
 	/* A write crossing into the next zone is cut short, as at capacity. */
 	return p2z_zone_write(zt, first_zidx, buf, first.len, first.zone_ofs,
-			      false);
+			      false, flags);
 }

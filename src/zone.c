@@ -27,12 +27,35 @@ static struct p2z_zone *p2z_zone_of(struct p2z_zone_table *zt, uint64_t zidx)
 	return &zt->zones[zidx];
 }
 
+/*
+ * The errors= policy after a device error (zone_errors.c), with z->wr_lock
+ * held or not. It may change the zone's size, mode or access behind its
+ * file, whatever request met the error: flagged for
+ * p2z_zone_clear_changed().
+ */
+static void __p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     uint64_t zidx, bool write)
+{
+	__p2z_zone_io_error(zt, z, zidx, write);
+	atomic_store(&z->changed, true);
+}
+
+static void p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
+			   uint64_t zidx, bool write)
+{
+	p2z_zone_io_error(zt, z, zidx, write);
+	atomic_store(&z->changed, true);
+}
+
 static bool p2z_zone_is_aligned(const struct p2z_zone_table *zt, uint64_t v)
 {
 	return (v & (zt->geom.lba_bytes - 1)) == 0;
 }
 
-/* Keep nr_active in step with the zone; z->lock held. */
+/*
+ * Keep nr_active in step with the zone; z->lock held. Every change of the
+ * cached state ends here: it also bumps the zone's state_seq.
+ */
 void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
 {
 	bool active = p2z_zone_is_seq(z) &&
@@ -40,6 +63,7 @@ void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
 		      ((z->flags & P2Z_ZONE_F_OPEN) ||
 		       (z->wp_bytes > 0 && z->wp_bytes < z->cap_bytes));
 
+	z->state_seq++;
 	if (active == z->active)
 		return;
 	if (active)
@@ -392,22 +416,52 @@ void p2z_zone_table_dev_facts(const struct p2z_zone_table *zt,
 	f->max_append_bytes = dev->info.max_append_bytes;
 }
 
+bool p2z_zone_clear_changed(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+
+	return z && atomic_exchange(&z->changed, false);
+}
+
 const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st)
 {
 	return p2z_zone_cond_name(st->cond);
+}
+
+/*
+ * The device's condition of a zone, reported without any zone lock: the
+ * reads and writes of the zone would otherwise wait for the report. Taken
+ * only if the cached state did not change meanwhile (a write, reset,
+ * finish, open or close known to the table is newer than the report).
+ * Returns with z->lock held.
+ */
+static void p2z_zone_refresh_lock(struct p2z_zone_table *zt, struct p2z_zone *z,
+				  uint64_t zidx)
+{
+	struct p2z_zone_info zi;
+	uint64_t seq;
+	bool ok;
+
+	pthread_mutex_lock(&z->lock);
+	seq = z->state_seq;
+	pthread_mutex_unlock(&z->lock);
+	ok = p2z_dev_report_zones(zt->dev, zidx, 1, &zi) == 1;
+	pthread_mutex_lock(&z->lock);
+	if (ok && z->state_seq == seq)
+		z->cond = zi.cond;
 }
 
 int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
 		       struct p2z_zone_state *st)
 {
 	struct p2z_zone *z = p2z_zone_of(zt, zidx);
-	struct p2z_zone_info zi;
 
 	if (!z)
 		return -EINVAL;
-	pthread_mutex_lock(&z->lock);
-	if (refresh && p2z_dev_report_zones(zt->dev, zidx, 1, &zi) == 1)
-		z->cond = zi.cond;
+	if (refresh)
+		p2z_zone_refresh_lock(zt, z, zidx);
+	else
+		pthread_mutex_lock(&z->lock);
 	st->zidx = zidx;
 	st->type = z->type;
 	st->cond = z->cond;
@@ -458,7 +512,7 @@ out_unlock:
 		p2z_log(LOG_ERR,
 			"zone %" PRIu64 ": read at %" PRIu64 " failed (%zd)",
 			zidx, ofs, ret);
-		p2z_zone_io_error(zt, z, zidx, false);
+		p2z_zone_error(zt, z, zidx, false);
 		ret = -EIO;
 	}
 	return ret;
@@ -513,7 +567,7 @@ static void __p2z_zone_advance(struct p2z_zone_table *zt, struct p2z_zone *z,
  */
 static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
-				  uint64_t wp, bool *desync)
+				  uint64_t wp, unsigned int flags, bool *desync)
 {
 	uint64_t want = (z->start_bytes + wp) / zt->geom.lba_bytes;
 	uint64_t lba = want;
@@ -521,8 +575,8 @@ static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 
 	if (!zt->priv->use_append)
 		return p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + wp,
-				      0);
-	n = p2z_dev_append(zt->dev, zidx, buf, len, &lba, 0);
+				      flags);
+	n = p2z_dev_append(zt->dev, zidx, buf, len, &lba, flags);
 	if (n > 0 && lba != want) {
 		p2z_log(LOG_ERR,
 			"zone %" PRIu64 ": append landed at LBA %" PRIu64
@@ -535,7 +589,7 @@ static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 
 static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
-				  uint64_t ofs, bool append)
+				  uint64_t ofs, bool append, unsigned int flags)
 {
 	bool desync = false;
 	ssize_t n;
@@ -549,7 +603,7 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 		n = ret;
 		goto out_unlock;
 	}
-	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, &desync);
+	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, flags, &desync);
 	if (n > 0 && !desync) {
 		pthread_mutex_lock(&z->lock);
 		__p2z_zone_advance(zt, z, n);
@@ -563,7 +617,7 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
 		" failed (%zd)",
 		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
-	__p2z_zone_io_error(zt, z, zidx, true);
+	__p2z_zone_error(zt, z, zidx, true);
 	if (n <= 0 || desync)
 		n = -EIO;
 out_unlock:
@@ -573,7 +627,7 @@ out_unlock:
 
 static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
-				  uint64_t ofs, bool append)
+				  uint64_t ofs, bool append, unsigned int flags)
 {
 	ssize_t n;
 	int ret;
@@ -583,27 +637,29 @@ static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
 	pthread_mutex_unlock(&z->lock);
 	if (ret || !len)
 		return ret;
-	n = p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + ofs, 0);
+	n = p2z_dev_pwrite(zt->dev, buf, len, z->start_bytes + ofs, flags);
 	if (n == (ssize_t)len || (n < 0 && !p2z_zone_err_is_io(n)))
 		return n;
 	p2z_log(LOG_ERR,
 		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
 		" failed (%zd)",
 		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
-	p2z_zone_io_error(zt, z, zidx, true);
+	p2z_zone_error(zt, z, zidx, true);
 	return n > 0 ? n : -EIO;
 }
 
 ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
-		       const void *buf, size_t len, uint64_t ofs, bool append)
+		       const void *buf, size_t len, uint64_t ofs, bool append,
+		       unsigned int flags)
 {
 	struct p2z_zone *z = p2z_zone_of(zt, zidx);
 
-	if (!z)
+	if (!z || (flags & ~P2Z_IO_FUA))
 		return -EINVAL;
 	if (p2z_zone_is_seq(z))
-		return p2z_zone_write_seq(zt, z, zidx, buf, len, ofs, append);
-	return p2z_zone_write_cnv(zt, z, zidx, buf, len, ofs, append);
+		return p2z_zone_write_seq(zt, z, zidx, buf, len, ofs, append,
+					  flags);
+	return p2z_zone_write_cnv(zt, z, zidx, buf, len, ofs, append, flags);
 }
 
 /* Zone management on behalf of a file; z->wr_lock held. */
@@ -621,7 +677,7 @@ static int __p2z_zone_mgmt(struct p2z_zone_table *zt, struct p2z_zone *z,
 	if (ret && p2z_zone_err_is_io(ret)) {
 		p2z_log(LOG_ERR, "zone %" PRIu64 ": %s failed (%d)", zidx,
 			names[op], ret);
-		__p2z_zone_io_error(zt, z, zidx, op != P2Z_ZONE_OP_CLOSE);
+		__p2z_zone_error(zt, z, zidx, op != P2Z_ZONE_OP_CLOSE);
 		return -EIO;
 	}
 	return ret;
@@ -687,7 +743,7 @@ int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
 		if (p2z_zone_err_is_io(ret)) {
 			p2z_log(LOG_ERR, "zone %" PRIu64 ": %s failed (%d)",
 				zidx, size ? "finish" : "reset", ret);
-			__p2z_zone_io_error(zt, z, zidx, true);
+			__p2z_zone_error(zt, z, zidx, true);
 			ret = -EIO;
 		}
 		goto out_unlock;
@@ -829,7 +885,7 @@ int p2z_zone_flush(struct p2z_zone_table *zt, uint64_t zidx)
 	if (ret) {
 		p2z_log(LOG_ERR, "zone %" PRIu64 ": flush failed (%d)", zidx,
 			ret);
-		p2z_zone_io_error(zt, z, zidx, true);
+		p2z_zone_error(zt, z, zidx, true);
 		return -EIO;
 	}
 	return 0;

@@ -39,6 +39,7 @@ ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
  * @buf: source, aligned to P2Z_ZONE_BUF_MIN_ALIGN
  * @len: bytes, a multiple of the LBA size
  * @ofs: byte offset in the view
+ * @flags: 0 or P2Z_IO_FUA, as for p2z_zone_write()
  * @zidx: result, the zone written to (set when something was attempted)
  *
  * The write goes to the zone holding its first byte, under that zone's
@@ -50,6 +51,6 @@ ssize_t p2z_po2_read(struct p2z_zone_table *zt, void *buf, size_t len,
  * dm-po2zoned does), or the -errno of p2z_zone_write().
  */
 ssize_t p2z_po2_write(struct p2z_zone_table *zt, const void *buf, size_t len,
-		      uint64_t ofs, uint64_t *zidx);
+		      uint64_t ofs, unsigned int flags, uint64_t *zidx);
 
 #endif /* PO2ZFS_PO2_H */

@@ -18,7 +18,7 @@
  *	      (reset, error handling), so that no read ever reaches the device
  *	      past a write pointer (zonefs' inode_dio_wait())
  *   lock     guards the cached state (zonefs' i_truncate_mutex); held only
- *	      briefly, never across data transfers
+ *	      briefly, never across data transfers nor zone reports
  * Table-wide counters are atomics and need no lock.
  */
 #ifndef PO2ZFS_ZONE_H
@@ -252,13 +252,30 @@ const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st);
  * @zidx: zone index, < geom.nr_zones
  * @refresh: first re-read the zone's condition from the device (the device
  *	     may close implicitly open zones on its own); the cached write
- *	     pointer stays authoritative
+ *	     pointer stays authoritative. The report holds no zone lock (the
+ *	     zone's reads and writes do not wait for it); if the table changed
+ *	     the zone meanwhile, the cached condition is newer and kept
  * @st: result
  *
  * Return: 0, or -EINVAL for a bad @zidx.
  */
 int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
 		       struct p2z_zone_state *st);
+
+/**
+ * p2z_zone_clear_changed() - whether the errors= policy changed a zone
+ * @zt: table
+ * @zidx: zone index
+ *
+ * After a device error the errors= policy may change a zone's size, mode
+ * or access, whichever request (on whichever file) met the error. The
+ * filesystem asks after the requests that may have met one and drops what
+ * the kernel caches of the zone's file.
+ *
+ * Return: true once after each run of the policy on the zone (clearing
+ * the flag), false otherwise and for a bad @zidx.
+ */
+bool p2z_zone_clear_changed(struct p2z_zone_table *zt, uint64_t zidx);
 
 /**
  * p2z_zone_read() - read from a zone, never past its write pointer
@@ -289,20 +306,25 @@ ssize_t p2z_zone_read(struct p2z_zone_table *zt, uint64_t zidx, void *buf,
  *	 pointer unless @append
  * @append: write at the write pointer whatever @ofs says (O_APPEND); for
  *	    conventional zones this means at the capacity, hence -EFBIG
+ * @flags: 0, or P2Z_IO_FUA: the data is on stable media when this returns
+ *	   (O_DSYNC, O_SYNC, RWF_DSYNC); a failed FUA write or flush is a
+ *	   device error like any other (-EIO, errors= policy applied)
  *
  * Sequential zones: written with zone append when the device has a zone
  * append limit (the LBA it reports is checked), else at the write pointer.
- * The data is on the device when this returns.
+ * The data is on the device when this returns (in its write cache unless
+ * @flags has P2Z_IO_FUA).
  *
  * Return: bytes written (short if the write crosses the capacity), or
  * -EPERM (zone read-only or offline), -EROFS (table read-only), -EFBIG
  * (at or past the capacity), -EINVAL (unaligned, or not at the write
- * pointer), -ETOOMANYREFS / -EOVERFLOW (device out of open / active zone
- * resources: nothing written, no error policy), -EIO (device error; the
- * errors= policy has been applied).
+ * pointer, or unknown @flags), -ETOOMANYREFS / -EOVERFLOW (device out of
+ * open / active zone resources: nothing written, no error policy), -EIO
+ * (device error; the errors= policy has been applied).
  */
 ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
-		       const void *buf, size_t len, uint64_t ofs, bool append);
+		       const void *buf, size_t len, uint64_t ofs, bool append,
+		       unsigned int flags);
 
 /**
  * p2z_zone_truncate() - truncate a sequential zone's file

@@ -100,7 +100,7 @@ static void zone_put(uint64_t zidx, uint64_t ofs, size_t len, int v)
 	void *buf = buf_alloc(len);
 
 	memset(buf, v, len);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, zidx, buf, len, ofs, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, zidx, buf, len, ofs, false, 0),
 			 (ssize_t)len);
 	free(buf);
 }
@@ -431,7 +431,7 @@ START_TEST(test_po2_write_table)
 	fx_setup(&geom_cnv);
 	zone_put(2, 0, 8 * KiB, 0x22);
 	memset(buf, 0x44, 8 * KiB);
-	ck_assert_int_eq(p2z_po2_write(fx.zt, buf, c->len, c->ofs, &zidx),
+	ck_assert_int_eq(p2z_po2_write(fx.zt, buf, c->len, c->ofs, 0, &zidx),
 			 c->ret);
 	ck_assert_uint_eq(zidx, c->zidx);
 	ck_assert_uint_eq(zone_size(2), c->size2);
@@ -447,7 +447,7 @@ START_TEST(test_po2_write_read_back)
 
 	fx_setup(&geom_cnv);
 	memset(buf, 0x55, 8 * KiB);
-	ck_assert_int_eq(p2z_po2_write(fx.zt, buf, 8 * KiB, 4 * PO2, &zidx),
+	ck_assert_int_eq(p2z_po2_write(fx.zt, buf, 8 * KiB, 4 * PO2, 0, &zidx),
 			 8 * KiB);
 	ck_assert_uint_eq(zidx, 4);
 	memset(buf, 0, 8 * KiB);
@@ -470,14 +470,14 @@ START_TEST(test_po2_write_cut_at_zone_end)
 	fx_setup(&geom_po2);
 	zone_put(0, 0, 60 * KiB, 0x66);
 	memset(buf, 0x77, 8 * KiB);
-	ck_assert_int_eq(p2z_po2_write(fx.zt, buf, 8 * KiB, 60 * KiB, &zidx),
+	ck_assert_int_eq(p2z_po2_write(fx.zt, buf, 8 * KiB, 60 * KiB, 0, &zidx),
 			 4 * KiB);
 	ck_assert_uint_eq(zidx, 0);
 	ck_assert_uint_eq(zone_size(0), 64 * KiB);
 	ck_assert_uint_eq(zone_size(1), 0);
 	/* The zone's rules: 60 KiB is no longer its write pointer. */
 	ck_assert_int_eq(p2z_po2_write(fx.zt, buf, 4 * KiB, 64 * KiB - 4 * KiB,
-				       &zidx),
+				       0, &zidx),
 			 -EINVAL);
 	free(buf);
 }

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "p2z_check.h"
@@ -169,16 +170,113 @@ static bool is_zero(const void *buf, size_t len)
 	return true;
 }
 
-/* Write len bytes of the pattern at the write pointer ofs. */
-static ssize_t put(uint64_t zidx, uint64_t ofs, size_t len)
+/* Write len bytes of the pattern at ofs with P2Z_IO_* flags. */
+static ssize_t put_flags(uint64_t zidx, uint64_t ofs, size_t len,
+			 unsigned int flags)
 {
 	void *buf = buf_alloc(len);
 	ssize_t n;
 
 	fill(buf, len, zidx, ofs);
-	n = p2z_zone_write(fx.zt, zidx, buf, len, ofs, false);
+	n = p2z_zone_write(fx.zt, zidx, buf, len, ofs, false, flags);
 	free(buf);
 	return n;
+}
+
+/* Write len bytes of the pattern at the write pointer ofs. */
+static ssize_t put(uint64_t zidx, uint64_t ofs, size_t len)
+{
+	return put_flags(zidx, ofs, len, 0);
+}
+
+/*
+ * The emu backend's ops, copied so that a test can replace one of them
+ * (fx_fail_flush(), fx_hook_report()); the backend's state is reached from
+ * struct p2z_dev as before.
+ */
+static struct p2z_dev_ops hook_ops;
+static int hook_flush_ret;
+
+static int hook_flush(struct p2z_dev *dev)
+{
+	(void)dev;
+	return hook_flush_ret;
+}
+
+/* From now on the device's flushes (and FUA writes) fail with err. */
+static void fx_fail_flush(int err)
+{
+	hook_ops = *fx.dev->ops;
+	hook_ops.flush = hook_flush;
+	hook_flush_ret = err;
+	fx.dev->ops = &hook_ops;
+}
+
+/*
+ * A zone report that stops, once armed, after reading the device and before
+ * returning, until released: the window in which a report used to hold the
+ * zone's lock.
+ */
+enum { HOOK_IDLE, HOOK_ARMED, HOOK_IN_REPORT, HOOK_RELEASED };
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hook_cond = PTHREAD_COND_INITIALIZER;
+static int hook_state;
+static int (*hook_real_report)(struct p2z_dev *dev, uint64_t zidx,
+			       unsigned int nr, struct p2z_zone_info *zi);
+
+static int hook_report(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
+		       struct p2z_zone_info *zi)
+{
+	int ret = hook_real_report(dev, zidx, nr, zi);
+
+	pthread_mutex_lock(&hook_lock);
+	if (hook_state == HOOK_ARMED) {
+		hook_state = HOOK_IN_REPORT;
+		pthread_cond_broadcast(&hook_cond);
+		while (hook_state != HOOK_RELEASED)
+			pthread_cond_wait(&hook_cond, &hook_lock);
+	}
+	pthread_mutex_unlock(&hook_lock);
+	return ret;
+}
+
+static void fx_hook_report(void)
+{
+	hook_ops = *fx.dev->ops;
+	hook_real_report = hook_ops.report_zones;
+	hook_ops.report_zones = hook_report;
+	hook_state = HOOK_IDLE;
+	fx.dev->ops = &hook_ops;
+}
+
+/* Wait until hook_state is @want, at most 5 s. Return: whether it is. */
+static bool hook_wait(int want)
+{
+	struct timespec end;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 5;
+	pthread_mutex_lock(&hook_lock);
+	while (hook_state != want &&
+	       !pthread_cond_timedwait(&hook_cond, &hook_lock, &end))
+		;
+	ok = hook_state == want;
+	pthread_mutex_unlock(&hook_lock);
+	return ok;
+}
+
+static void hook_set(int state)
+{
+	pthread_mutex_lock(&hook_lock);
+	hook_state = state;
+	pthread_cond_broadcast(&hook_cond);
+	pthread_mutex_unlock(&hook_lock);
+}
+
+static uint64_t dev_stat_nr(enum p2z_dev_stat_op op)
+{
+	return fx.dev->stats[op].nr;
 }
 
 static void state(uint64_t zidx, struct p2z_zone_state *st)
@@ -382,7 +480,7 @@ START_TEST(test_table_open_rdonly)
 	fx_open(&o);
 	ck_assert(p2z_zone_table_is_rdonly(fx.zt));
 	ck_assert_int_eq(put(z, lba(), lba()), -EROFS);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 0, buf, lba(), 0, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, 0, buf, lba(), 0, false, 0),
 			 -EROFS);
 	ck_assert_int_eq(p2z_zone_truncate(fx.zt, z, 0), -EROFS);
 	ck_assert_int_eq(p2z_zone_get_write(fx.zt, z), -EROFS);
@@ -466,35 +564,36 @@ START_TEST(test_write_rules)
 	cap = fx.p.cap_bytes;
 	fill(buf, 4 * lba(), z, 0);
 	/* Not at the write pointer. */
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), lba(), false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), lba(), false, 0),
 			 -EINVAL);
 	/* Unaligned offset or length. */
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), 1, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), 1, false, 0),
 			 -EINVAL);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba() - 8, 0, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba() - 8, 0, false, 0),
 			 -EINVAL);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 100, 0, true), -EINVAL);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 100, 0, true, 0),
+			 -EINVAL);
 	/* At or past the capacity, whatever else is wrong. */
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), cap, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), cap, false, 0),
 			 -EFBIG);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 7, cap + 1, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 7, cap + 1, false, 0),
 			 -EFBIG);
 	ck_assert_int_eq(p2z_zone_write(fx.zt, fx.p.nr_zones, buf, lba(), 0,
-					false),
+					false, 0),
 			 -EINVAL);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 0, 0, false), 0);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 0, 0, false, 0), 0);
 	ck_assert_uint_eq(size_of(z), 0);
 
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 2 * lba(), 0, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 2 * lba(), 0, false, 0),
 			 2 * lba());
 	fill(buf, 4 * lba(), z, 2 * lba());
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), 0, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), 0, false, 0),
 			 -EINVAL);
 	/* O_APPEND: the offset given does not matter. */
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), 12345, true),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, lba(), 12345, true, 0),
 			 lba());
 	fill(buf, 4 * lba(), z, 3 * lba());
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 2 * lba(), 0, true),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, 2 * lba(), 0, true, 0),
 			 2 * lba());
 	state(z, &st);
 	ck_assert_uint_eq(st.size_bytes, 5 * lba());
@@ -541,10 +640,12 @@ START_TEST(test_write_capacity)
 	} else {
 		ck_assert_int_eq(zone_finish(z), 0);
 	}
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, len, cap, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, len, cap, false, 0),
 			 -EFBIG);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, len, 0, true), -EFBIG);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, len, cap - lba(), false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, len, 0, true, 0),
+			 -EFBIG);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, buf, len, cap - lba(), false,
+					0),
 			 -EINVAL);
 	free(buf);
 }
@@ -567,9 +668,9 @@ START_TEST(test_write_min_align)
 	src = buf + P2Z_ZONE_BUF_MIN_ALIGN;
 	z = seq_zone(0);
 	fill(src, len, z, 0);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, src, len, 0, false), len);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, src, len, 0, false, 0), len);
 	fill(src, len, z, len);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, z, src, len, 0, true), len);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, z, src, len, 0, true, 0), len);
 	ck_assert_uint_eq(size_of(z), 2 * len);
 	memset(buf, 0, len);
 	ck_assert_int_eq(p2z_zone_read(fx.zt, z, buf, len, len), len);
@@ -592,13 +693,13 @@ START_TEST(test_write_cnv)
 	buf = buf_alloc(len);
 	/* Random order, overwrites. */
 	fill(buf, len, 1, 8 * lba());
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 8 * lba(), false),
-			 len);
+	ck_assert_int_eq(
+		p2z_zone_write(fx.zt, 1, buf, len, 8 * lba(), false, 0), len);
 	fill(buf, len, 1, 0);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 0, false), len);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 0, false, 0), len);
 	fill(buf, len, 1, 2 * lba());
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 2 * lba(), false),
-			 len);
+	ck_assert_int_eq(
+		p2z_zone_write(fx.zt, 1, buf, len, 2 * lba(), false, 0), len);
 	ck_assert_uint_eq(size_of(1), cap);
 	memset(buf, 0, len);
 	ck_assert_int_eq(p2z_zone_read(fx.zt, 1, buf, len, 0), len);
@@ -611,12 +712,15 @@ START_TEST(test_write_cnv)
 	ck_assert_int_eq(p2z_zone_read(fx.zt, 0, buf, len, 0), len);
 	ck_assert(is_zero(buf, len));
 	/* Capacity rules as for sequential zones. */
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, cap - lba(), false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, cap - lba(), false,
+					0),
 			 lba());
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, cap, false),
+	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, cap, false, 0),
 			 -EFBIG);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 0, true), -EFBIG);
-	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 1, false), -EINVAL);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 0, true, 0),
+			 -EFBIG);
+	ck_assert_int_eq(p2z_zone_write(fx.zt, 1, buf, len, 1, false, 0),
+			 -EINVAL);
 	ck_assert_int_eq(p2z_zone_read(fx.zt, 1, buf, len, cap), 0);
 	/* No truncation of conventional zones. */
 	ck_assert_int_eq(p2z_zone_truncate(fx.zt, 1, 0), -EPERM);
@@ -914,6 +1018,40 @@ START_TEST(test_errors_write_fault)
 }
 END_TEST
 
+/*
+ * Every run of the errors= policy is flagged once for the filesystem, which
+ * then drops the kernel's cache of the zone's file; nothing else is.
+ */
+START_TEST(test_errors_changed)
+{
+	void *buf;
+	uint64_t z;
+
+	fx_setup(&geoms[0], P2Z_ERRORS_ZONE_OFFLINE, false);
+	buf = buf_alloc(lba());
+	z = seq_zone(0);
+	ck_assert_int_eq(put(z, 0, lba()), lba());
+	ck_assert_int_eq(zone_reset(z), 0);
+	ck_assert(!p2z_zone_clear_changed(fx.zt, z));
+	ck_assert_int_eq(
+		p2z_emu_set_fault(fx.path, z, P2Z_EMU_FAULT_FAIL_NEXT_IO), 0);
+	ck_assert_int_eq(put(z, 0, lba()), -EIO);
+	ck_assert(!p2z_zone_clear_changed(fx.zt, seq_zone(1)));
+	ck_assert(p2z_zone_clear_changed(fx.zt, z));
+	ck_assert(!p2z_zone_clear_changed(fx.zt, z));
+	/* a read error on a good zone too (the policy ran, changed nothing) */
+	ck_assert_int_eq(put(seq_zone(1), 0, lba()), lba());
+	ck_assert_int_eq(p2z_emu_set_fault(fx.path, seq_zone(1),
+					   P2Z_EMU_FAULT_FAIL_NEXT_IO),
+			 0);
+	ck_assert_int_eq(p2z_zone_read(fx.zt, seq_zone(1), buf, lba(), 0),
+			 -EIO);
+	ck_assert(p2z_zone_clear_changed(fx.zt, seq_zone(1)));
+	ck_assert(!p2z_zone_clear_changed(fx.zt, fx.p.nr_zones));
+	free(buf);
+}
+END_TEST
+
 /* A failed reset is a write error too. */
 START_TEST(test_errors_mgmt_fault)
 {
@@ -1036,7 +1174,126 @@ START_TEST(test_flush)
 }
 END_TEST
 
+/*
+ * O_DSYNC writes: P2Z_IO_FUA reaches the device (counted in dev.fua) on
+ * sequential and conventional zones, through both write paths; a failed
+ * FUA (here: the flush after it) is a device error: -EIO, errors= applied,
+ * the size taken from the device.
+ */
+START_TEST(test_write_fua)
+{
+	uint64_t z;
+
+	fx_setup(&geoms[0], P2Z_ERRORS_REMOUNT_RO, _i);
+	z = seq_zone(0);
+	ck_assert_int_eq(put_flags(z, 0, 2 * lba(), P2Z_IO_FUA), 2 * lba());
+	ck_assert_uint_eq(dev_stat_nr(P2Z_DEV_STAT_FUA), 1);
+	ck_assert_uint_eq(fx.dev->stats[P2Z_DEV_STAT_FUA].bytes, 2 * lba());
+	ck_assert_int_eq(put(z, 2 * lba(), lba()), lba());
+	ck_assert_uint_eq(dev_stat_nr(P2Z_DEV_STAT_FUA), 1);
+	ck_assert_int_eq(put_flags(0, lba(), lba(), P2Z_IO_FUA), lba());
+	ck_assert_uint_eq(dev_stat_nr(P2Z_DEV_STAT_FUA), 2);
+	ck_assert_int_eq(put_flags(z, 3 * lba(), lba(), 1U << 7), -EINVAL);
+	ck_assert_uint_eq(size_of(z), 3 * lba());
+
+	fx_fail_flush(-EIO);
+	ck_assert_int_eq(put_flags(z, 3 * lba(), lba(), P2Z_IO_FUA), -EIO);
+	ck_assert_uint_eq(dev_stat_nr(P2Z_DEV_STAT_FUA), 3);
+	ck_assert(p2z_zone_table_is_rdonly(fx.zt));
+	/* the data reached the device: the size follows its write pointer */
+	ck_assert_uint_eq(size_of(z), 4 * lba());
+	check_zone_data(z, 4 * lba());
+	ck_assert_int_eq(put(z, 4 * lba(), lba()), -EROFS);
+}
+END_TEST
+
+/* The same on a conventional zone, with errors=zone-ro. */
+START_TEST(test_write_fua_cnv_error)
+{
+	struct p2z_zone_state st;
+
+	fx_setup(&geoms[0], P2Z_ERRORS_ZONE_RO, false);
+	fx_fail_flush(-EIO);
+	ck_assert_int_eq(put_flags(0, 0, lba(), P2Z_IO_FUA), -EIO);
+	state(0, &st);
+	ck_assert_uint_eq(st.flags, P2Z_ZONE_F_RDONLY);
+	ck_assert(!p2z_zone_table_is_rdonly(fx.zt));
+	ck_assert_int_eq(put(1, 0, lba()), lba());
+}
+END_TEST
+
 /* ---- concurrency ---- */
+
+struct refresher {
+	pthread_t thread;
+	uint64_t zidx;
+	struct p2z_zone_state st;
+	int ret;
+};
+
+static void *refresher_run(void *arg)
+{
+	struct refresher *r = arg;
+
+	r->ret = p2z_zone_get_state(fx.zt, r->zidx, true, &r->st);
+	return NULL;
+}
+
+/* What the zone's users do while a report of the zone is at the device. */
+static void *zone_user_run(void *arg)
+{
+	uint64_t z = *(uint64_t *)arg;
+	void *buf = buf_alloc(2 * lba());
+
+	ck_assert_int_eq(put(z, lba(), lba()), lba());
+	ck_assert_int_eq(p2z_zone_read(fx.zt, z, buf, 2 * lba(), 0), 2 * lba());
+	ck_assert(check_pat(buf, 2 * lba(), z, 0));
+	ck_assert_int_eq(zone_finish(z), 0);
+	free(buf);
+	hook_set(HOOK_RELEASED);
+	return NULL;
+}
+
+/*
+ * getfattr user.zone.cond reports the zone from the device: meanwhile its
+ * reads, writes and a finish go on (they used to wait behind the report,
+ * which held the zone's lock), and the finish, newer than the report, is
+ * what the snapshot shows.
+ */
+START_TEST(test_concurrent_refresh)
+{
+	struct refresher r = { 0 };
+	struct p2z_zone_state st;
+	pthread_t user;
+	bool done;
+	uint64_t z;
+
+	fx_setup(&geoms[0], P2Z_ERRORS_REPAIR, false);
+	z = seq_zone(0);
+	r.zidx = z;
+	ck_assert_int_eq(put(z, 0, lba()), lba());
+	fx_hook_report();
+	hook_set(HOOK_ARMED);
+	ck_assert_int_eq(pthread_create(&r.thread, NULL, refresher_run, &r), 0);
+	ck_assert(hook_wait(HOOK_IN_REPORT));
+	ck_assert_int_eq(pthread_create(&user, NULL, zone_user_run, &z), 0);
+	/* The user releases the report when done; else it is stuck. */
+	done = hook_wait(HOOK_RELEASED);
+	hook_set(HOOK_RELEASED);
+	pthread_join(user, NULL);
+	pthread_join(r.thread, NULL);
+	ck_assert_msg(done,
+		      "a write, read and finish waited for a zone report");
+	ck_assert_int_eq(r.ret, 0);
+	ck_assert_uint_eq(r.st.cond, P2Z_ZONE_COND_FULL);
+	ck_assert_uint_eq(r.st.wp_bytes, r.st.cap_bytes);
+	state(z, &st);
+	ck_assert_uint_eq(st.cond, P2Z_ZONE_COND_FULL);
+	/* Nothing changed meanwhile: the report is taken. */
+	ck_assert_int_eq(p2z_zone_get_state(fx.zt, z, true, &st), 0);
+	ck_assert_uint_eq(st.cond, dev_cond(z));
+}
+END_TEST
 
 /*
  * Every LBA written by the concurrency tests carries who wrote it and in
@@ -1090,7 +1347,7 @@ static void *writer_run(void *arg)
 		ssize_t n;
 
 		tag_fill(buf, w, i, nr);
-		n = p2z_zone_write(fx.zt, w->zidx, buf, nr * lba(), 0, true);
+		n = p2z_zone_write(fx.zt, w->zidx, buf, nr * lba(), 0, true, 0);
 		if (n != (ssize_t)(nr * lba())) {
 			w->err = n < 0 ? (int)n : -EIO;
 			break;
@@ -1214,7 +1471,7 @@ static void *racer_run(void *arg)
 	}
 	fill(buf, lba(), r->zidx, r->ofs);
 	pthread_barrier_wait(r->barrier);
-	r->ret = p2z_zone_write(fx.zt, r->zidx, buf, lba(), r->ofs, false);
+	r->ret = p2z_zone_write(fx.zt, r->zidx, buf, lba(), r->ofs, false, 0);
 	free(buf);
 	return NULL;
 }
@@ -1382,14 +1639,18 @@ static Suite *zone_suite(void)
 	tcase_add_loop_test(tc, test_errors_read_fault, 0, NR_POLICIES);
 	tcase_add_loop_test(tc, test_errors_zone_condition, 0, 2 * NR_POLICIES);
 	tcase_add_loop_test(tc, test_errors_desync, 0, 2);
+	tcase_add_test(tc, test_errors_changed);
 
 	tc = tcase(s, "flush");
 	tcase_add_test(tc, test_flush);
+	tcase_add_loop_test(tc, test_write_fua, 0, 2);
+	tcase_add_test(tc, test_write_fua_cnv_error);
 
 	tc = tcase(s, "concurrency");
 	tcase_add_loop_test(tc, test_concurrent_writers, 0, 4);
 	tcase_add_loop_test(tc, test_concurrent_same_offset, 0, 2);
 	tcase_add_test(tc, test_concurrent_read_reset);
+	tcase_add_test(tc, test_concurrent_refresh);
 	return s;
 }
 

@@ -26,6 +26,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
+#include <sys/uio.h>
 #include <sys/xattr.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@ struct tio_opts {
 	int oflags;
 	uint64_t chunk;
 	bool fsync;
+	int rwf; /* pwritev2() flags, 0: pwrite() */
 	const char *ref_path;
 };
 
@@ -57,6 +59,7 @@ static void usage(void)
 	fputs("usage: p2z_tio CMD ARGS\n"
 	      "  write FILE OFS LEN [-s SEED|-z] [-P PATOFS] [-a] [-t] [-d]"
 	      " [-b CHUNK] [-S]\n"
+	      "        [-D (O_DSYNC)] [-Y (O_SYNC)] [-R (RWF_DSYNC)]\n"
 	      "  read FILE OFS LEN [-s SEED|-z|-f REFFILE] [-P PATOFS] [-d]"
 	      " [-b CHUNK]\n"
 	      "  pattern SEED OFS LEN      (pattern bytes to stdout)\n"
@@ -164,7 +167,7 @@ static int parse_opts(int argc, char **argv, struct tio_opts *o)
 	memset(o, 0, sizeof(*o));
 	o->chunk = 0;
 	optind = 1;
-	while ((c = getopt(argc, argv, "s:zP:atdb:Sf:")) != -1) {
+	while ((c = getopt(argc, argv, "s:zP:atdb:Sf:DYR")) != -1) {
 		switch (c) {
 		case 'f':
 			o->ref_path = optarg;
@@ -194,6 +197,15 @@ static int parse_opts(int argc, char **argv, struct tio_opts *o)
 			break;
 		case 'S':
 			o->fsync = true;
+			break;
+		case 'D':
+			o->oflags |= O_DSYNC;
+			break;
+		case 'Y':
+			o->oflags |= O_SYNC;
+			break;
+		case 'R':
+			o->rwf |= RWF_DSYNC;
 			break;
 		default:
 			usage();
@@ -262,10 +274,14 @@ static int cmd_write(int argc, char **argv)
 	}
 	while (done < len) {
 		size_t n = len - done < chunk ? len - done : chunk;
+		struct iovec iov = { .iov_base = buf, .iov_len = n };
 		ssize_t ret;
 
 		pattern_fill(buf, n, o.seed, o.pat_ofs + done, o.zeros);
-		ret = pwrite(fd, buf, n, (off_t)(ofs + done));
+		if (o.rwf)
+			ret = pwritev2(fd, &iov, 1, (off_t)(ofs + done), o.rwf);
+		else
+			ret = pwrite(fd, buf, n, (off_t)(ofs + done));
 		if (ret < 0) {
 			err = errno;
 			break;
