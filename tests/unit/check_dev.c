@@ -38,6 +38,8 @@
  * @flags: flags of each write or append call
  * @nr_flush: flushes
  * @flush_ret: what a flush returns
+ * @next_lba: where the next append lands: right after the previous one
+ * @stray_at: append call number that lands 50 LBAs further, or -1
  */
 struct fake {
 	struct p2z_dev dev;
@@ -49,6 +51,8 @@ struct fake {
 	unsigned int flags[MAX_CALLS];
 	unsigned int nr_flush;
 	int flush_ret;
+	uint64_t next_lba;
+	int stray_at;
 };
 
 static struct fake fk;
@@ -88,8 +92,9 @@ static ssize_t fake_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 	(void)dev;
 	(void)buf;
 	fk.flags[fk.nr] = flags;
-	/* each piece lands 100 LBAs after the previous call's number */
-	*lba = 1000 + 100 * fk.nr;
+	/* each piece lands right after the previous one, but @stray_at */
+	*lba = fk.next_lba + ((int)fk.nr == fk.stray_at ? 50 : 0);
+	fk.next_lba = *lba + len / LBA;
 	return fake_record(len, zidx);
 }
 
@@ -148,6 +153,8 @@ static struct p2z_dev *fake_dev(const struct p2z_dev_ops *ops)
 {
 	memset(&fk, 0, sizeof(fk));
 	fk.fail_at = -1;
+	fk.stray_at = -1;
+	fk.next_lba = 1000;
 	fk.dev.ops = ops;
 	fk.dev.info = (struct p2z_dev_info){
 		.lba_bytes = LBA,
@@ -264,6 +271,40 @@ START_TEST(test_append_split_first_lba)
 	fk.fail_at = 1;
 	fk.fail_ret = -EILSEQ;
 	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 7 * LBA, &lba, 0), APPEND);
+}
+END_TEST
+
+/*
+ * Every piece of a split append must land right after the one before: a
+ * piece that lands elsewhere (the zone moved under it) leaves the data
+ * somewhere else than the one LBA returned says, and fails the append.
+ */
+START_TEST(test_append_split_pieces_contiguous)
+{
+	struct p2z_dev *dev = fake_dev(&fake_ops);
+	uint64_t lba = 0;
+
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0),
+			 7 * LBA);
+	ck_assert_uint_eq(lba, 1000);
+	ck_assert_uint_eq(fk.next_lba, 1007);
+	/* the third piece lands 50 LBAs away */
+	dev = fake_dev(&fake_ops);
+	fk.stray_at = 2;
+	lba = 0;
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0), -EIO);
+	ck_assert_uint_eq(fk.nr, 3);
+	ck_assert_uint_eq(dev->stats[P2Z_DEV_STAT_APPEND].nr_err, 1);
+	/* the second */
+	dev = fake_dev(&fake_ops);
+	fk.stray_at = 1;
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0), -EIO);
+	/* the first piece may land anywhere the backend accepts */
+	dev = fake_dev(&fake_ops);
+	fk.stray_at = 0;
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0),
+			 7 * LBA);
+	ck_assert_uint_eq(lba, 1050);
 }
 END_TEST
 
@@ -502,6 +543,7 @@ static Suite *dev_suite(void)
 	tcase_add_test(tc, test_pread_errors);
 	tcase_add_test(tc, test_pwrite_split_and_partial);
 	tcase_add_test(tc, test_append_split_first_lba);
+	tcase_add_test(tc, test_append_split_pieces_contiguous);
 	tcase_add_test(tc, test_fua_native_or_flush);
 	tcase_add_test(tc, test_zone_range_checks);
 	tcase_add_test(tc, test_open_selection_errors);
