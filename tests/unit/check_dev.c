@@ -21,6 +21,9 @@
 #ifdef P2Z_HAVE_NVME
 #include "po2zfs/nvme_path.h"
 #endif
+#ifdef P2Z_HAVE_ZBD
+#include "po2zfs/dev_zbd.h"
+#endif
 
 #define LBA 512U
 #define XFER (8U * LBA)
@@ -533,6 +536,64 @@ START_TEST(test_nvme_path_real_sysfs)
 END_TEST
 #endif
 
+#ifdef P2Z_HAVE_ZBD
+static void write_cache_file(const char *sys, const char *disk,
+			     const char *mode)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/block/%s", sys, disk);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/block/%s/queue", sys, disk);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/block/%s/queue/write_cache", sys, disk);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s\n", mode);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void rm_write_cache_file(const char *sys, const char *disk)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/block/%s/queue/write_cache", sys, disk);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/block/%s/queue", sys, disk);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/block/%s", sys, disk);
+	rmdir(p);
+}
+
+/* The zbd backend's volatile_cache: the queue's write_cache mode. */
+START_TEST(test_zbd_volatile_cache)
+{
+	char dir[PATH_MAX], sys[PATH_MAX + 8], p[PATH_MAX + 64];
+
+	p2z_check_mkdtemp(dir, sizeof(dir), "check_dev_wc");
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	ck_assert_int_eq(mkdir(sys, 0755), 0);
+	snprintf(p, sizeof(p), "%s/block", sys);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	write_cache_file(sys, "sdb", "write back");
+	write_cache_file(sys, "sdc", "write through");
+	write_cache_file(sys, "sdd", "write-through?");
+	ck_assert(p2z_zbd_volatile_cache(sys, "sdb"));
+	ck_assert(!p2z_zbd_volatile_cache(sys, "sdc"));
+	/* unknown or missing: volatile, flushes are never wrong */
+	ck_assert(p2z_zbd_volatile_cache(sys, "sdd"));
+	ck_assert(p2z_zbd_volatile_cache(sys, "sde"));
+	rm_write_cache_file(sys, "sdb");
+	rm_write_cache_file(sys, "sdc");
+	rm_write_cache_file(sys, "sdd");
+	rmdir(p);
+	rmdir(sys);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+#endif
+
 static Suite *dev_suite(void)
 {
 	Suite *s = suite_create("dev");
@@ -547,6 +608,9 @@ static Suite *dev_suite(void)
 	tcase_add_test(tc, test_fua_native_or_flush);
 	tcase_add_test(tc, test_zone_range_checks);
 	tcase_add_test(tc, test_open_selection_errors);
+#ifdef P2Z_HAVE_ZBD
+	tcase_add_test(tc, test_zbd_volatile_cache);
+#endif
 	suite_add_tcase(s, tc);
 #ifdef P2Z_HAVE_NVME
 	tc = tcase_create("nvme_path");
