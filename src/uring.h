@@ -2,9 +2,10 @@
 /*
  * A ring per calling thread, for the backends that drive io_uring (nvme,
  * zbd): created on first use, found through a pthread key owned by the open
- * device, freed when its thread exits or when the device closes. Worker
- * threads never share a submission queue, so no call takes a lock on the
- * I/O path.
+ * device, freed when its thread exits or when the device closes, whichever
+ * comes first, exactly once. Worker threads never share a submission
+ * queue, so no call takes a lock on the I/O path; creating and freeing a
+ * ring takes one process-wide lock that is never destroyed.
  */
 #ifndef P2Z_URING_H
 #define P2Z_URING_H
@@ -20,13 +21,16 @@ struct p2z_rings;
  * @ring: the io_uring
  * @buf: per-ring buffer of rs->buf_bytes, 4096-aligned, or NULL
  * @rs: the registry it belongs to
- * @prev: list of all rings of @rs, guarded by rs->lock
+ * @owner: the thread it belongs to
+ * @prev: list of all rings of all registries, guarded by the lock in
+ *	  uring.c
  * @next: see @prev
  */
 struct p2z_ring {
 	struct io_uring ring;
 	void *buf;
 	struct p2z_rings *rs;
+	pthread_t owner;
 	struct p2z_ring *prev;
 	struct p2z_ring *next;
 };
@@ -34,8 +38,7 @@ struct p2z_ring {
 /**
  * struct p2z_rings - the rings of one open device
  * @key: finds the calling thread's ring
- * @lock: guards @list
- * @list: every ring created and not yet freed
+ * @nr: rings created and not yet freed, guarded by the lock in uring.c
  * @entries: ring size
  * @flags: IORING_SETUP_* flags
  * @buf_bytes: size of each ring's buffer, 0 for none
@@ -43,8 +46,7 @@ struct p2z_ring {
  */
 struct p2z_rings {
 	pthread_key_t key;
-	pthread_mutex_t lock;
-	struct p2z_ring *list;
+	unsigned int nr;
 	unsigned int entries;
 	unsigned int flags;
 	size_t buf_bytes;
@@ -67,8 +69,20 @@ int p2z_rings_init(struct p2z_rings *rs, unsigned int entries,
 /**
  * p2z_rings_destroy() - free every ring; no call may be in flight
  * @rs: registry set up by p2z_rings_init()
+ *
+ * Threads may be exiting meanwhile: each ring is freed once, by its
+ * thread's key destructor or here, and nothing of @rs is used after this
+ * returns, so @rs may then be freed.
  */
 void p2z_rings_destroy(struct p2z_rings *rs);
+
+/**
+ * p2z_rings_nr() - number of rings of a registry not yet freed
+ * @rs: registry
+ *
+ * Return: that number.
+ */
+unsigned int p2z_rings_nr(struct p2z_rings *rs);
 
 /**
  * p2z_ring_get() - the calling thread's ring, created on first use
