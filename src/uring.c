@@ -122,6 +122,21 @@ void p2z_ring_discard(struct p2z_ring *r)
 	p2z_ring_destroy(r);
 }
 
+/*
+ * No ring for this thread: a resource of this host (EMFILE, ENFILE, ENOMEM,
+ * EPERM or ENOSYS where io_uring is disabled), not of the device. Said
+ * once per registry: every request of the thread fails the same way.
+ */
+static void p2z_ring_setup_failed(struct p2z_rings *rs, int err)
+{
+	if (__atomic_exchange_n(&rs->setup_err_told, true, __ATOMIC_RELAXED))
+		return;
+	p2z_log(LOG_ERR,
+		"%s: io_uring setup (flags 0x%x): %s; the requests of a "
+		"thread without a ring fail with it (said once)",
+		rs->name, rs->flags, strerror(-err));
+}
+
 int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp)
 {
 	struct p2z_ring *r = pthread_getspecific(rs->key);
@@ -146,8 +161,7 @@ int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp)
 	p.flags = rs->flags;
 	ret = io_uring_queue_init_params(rs->entries, &r->ring, &p);
 	if (ret < 0) {
-		p2z_log(LOG_ERR, "%s: io_uring setup (flags 0x%x): %s",
-			rs->name, rs->flags, strerror(-ret));
+		p2z_ring_setup_failed(rs, ret);
 		free(r->buf);
 		free(r);
 		return ret;

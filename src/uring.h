@@ -12,6 +12,7 @@
 
 #include <liburing.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct p2z_rings;
@@ -43,6 +44,7 @@ struct p2z_ring {
  * @flags: IORING_SETUP_* flags
  * @buf_bytes: size of each ring's buffer, 0 for none
  * @name: the device, for messages; must outlive the registry
+ * @setup_err_told: a failed ring setup was logged (atomic)
  */
 struct p2z_rings {
 	pthread_key_t key;
@@ -51,6 +53,7 @@ struct p2z_rings {
 	unsigned int flags;
 	size_t buf_bytes;
 	const char *name;
+	bool setup_err_told;
 };
 
 /**
@@ -89,7 +92,12 @@ unsigned int p2z_rings_nr(struct p2z_rings *rs);
  * @rs: registry
  * @rp: gets the ring
  *
- * Return: 0 or -errno (the reason is logged).
+ * A ring that cannot be set up is a resource of this host missing (EMFILE,
+ * ENFILE, ENOMEM; EPERM or ENOSYS where io_uring is disabled), never a
+ * device error: the backends return the errno as it is, and the zone
+ * layer's p2z_zone_err_is_io() keeps it out of the errors= policy.
+ *
+ * Return: 0 or -errno (the first setup failure of @rs is logged).
  */
 int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp);
 

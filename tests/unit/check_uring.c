@@ -21,11 +21,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "p2z_check.h"
+#include "po2zfs/dev.h"
+#include "po2zfs/emu.h"
+#include "po2zfs/log.h"
+#include "po2zfs/zone.h"
 #include "uring.h"
+#include "zone_priv.h"
 
 /*
  * Scripted failures of the wait: the next wait_fail calls of
@@ -410,6 +416,129 @@ START_TEST(test_thread_exit_races_teardown)
 }
 END_TEST
 
+/*
+ * A backend driving io_uring as nvme and zbd do: each write or append first
+ * gets the calling thread's ring, then goes to an emulated device.
+ */
+static struct p2z_rings host_rings;
+static const struct p2z_dev_ops *emu_ops;
+
+static ssize_t ring_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
+			   uint64_t ofs, unsigned int flags)
+{
+	struct p2z_ring *r;
+	int ret = p2z_ring_get(&host_rings, &r);
+
+	return ret ? ret : emu_ops->pwrite(dev, buf, len, ofs, flags);
+}
+
+static ssize_t ring_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
+			   size_t len, uint64_t *lba, unsigned int flags)
+{
+	struct p2z_ring *r;
+	int ret = p2z_ring_get(&host_rings, &r);
+
+	return ret ? ret : emu_ops->append(dev, zidx, buf, len, lba, flags);
+}
+
+/* Lower the open file limit to the descriptors in use: no new one. */
+static void no_more_fds(struct rlimit *old)
+{
+	struct rlimit rl;
+	int fd = dup(0);
+
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(getrlimit(RLIMIT_NOFILE, old), 0);
+	rl = *old;
+	rl.rlim_cur = (rlim_t)fd;
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &rl), 0);
+}
+
+/*
+ * A worker whose ring cannot be set up (here: no file descriptor left) is
+ * no failing zone: its write and append fail with EMFILE, logged once, and
+ * with errors=remount-ro the filesystem and the zone stay writable; once
+ * descriptors are back, the same writes go through.
+ */
+START_TEST(test_ring_setup_failure_is_no_zone_error)
+{
+	static const struct p2z_emu_params p = { 4096, 64 * 1024, 64 * 1024,
+						 4,    0,	  0,
+						 0,    16 * 1024 };
+	struct p2z_zone_opts o = { .errors = P2Z_ERRORS_REMOUNT_RO };
+	struct p2z_dev_ops ops;
+	struct p2z_zone_table *zt;
+	struct p2z_zone_state st;
+	struct p2z_dev *dev;
+	char dir[256], path[300];
+	static char data[8192];
+	struct rlimit old;
+	unsigned long errs;
+	ssize_t n1, n2;
+
+	p2z_check_mkdtemp(dir, sizeof(dir), "check_uring");
+	snprintf(path, sizeof(path), "%s/img", dir);
+	ck_assert_int_eq(p2z_emu_create(path, &p, false), 0);
+	ck_assert_int_eq(p2z_dev_open(path, "emu", 0, &dev), 0);
+	emu_ops = dev->ops;
+	ops = *dev->ops;
+	ops.pwrite = ring_pwrite;
+	ops.append = ring_append;
+	dev->ops = &ops;
+	ck_assert_int_eq(p2z_rings_init(&host_rings, 4, 0, 0, "ringdev"), 0);
+	ck_assert_int_eq(p2z_zone_table_open(dev, &o, &zt), 0);
+	memset(data, 0x3c, sizeof(data));
+
+	errs = p2z_log_errors();
+	no_more_fds(&old);
+	n1 = p2z_zone_write(zt, 1, data, 4096, 0, false);
+	n2 = p2z_zone_write(zt, 2, data, 4096, 0, true);
+	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
+	ck_assert_int_eq(n1, -EMFILE);
+	ck_assert_int_eq(n2, -EMFILE);
+	ck_assert_uint_eq(p2z_log_errors() - errs, 1);
+	ck_assert(!p2z_zone_table_is_rdonly(zt));
+	ck_assert_int_eq(p2z_zone_get_state(zt, 1, false, &st), 0);
+	ck_assert_uint_eq(st.flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE),
+			  0);
+	ck_assert_uint_eq(st.size_bytes, 0);
+
+	/* descriptors back: the same thread gets its ring, writes go */
+	ck_assert_int_eq(p2z_zone_write(zt, 1, data, 8192, 0, false), 8192);
+	ck_assert_int_eq(p2z_zone_write(zt, 2, data, 4096, 0, true), 4096);
+	ck_assert_uint_eq(p2z_rings_nr(&host_rings), 1);
+	ck_assert_int_eq(p2z_zone_get_state(zt, 1, true, &st), 0);
+	ck_assert_uint_eq(st.size_bytes, 8192);
+	ck_assert(!p2z_zone_table_is_rdonly(zt));
+
+	p2z_zone_table_close(zt);
+	p2z_rings_destroy(&host_rings);
+	p2z_dev_close(dev);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+/* Which errors drive the errors= policy: the device's, never the host's. */
+START_TEST(test_host_errors_are_not_io)
+{
+	static const int host[] = { EMFILE, ENFILE, ENOMEM,
+				    EPERM,  EACCES, ENOSYS };
+	static const int device[] = { EIO,	 EILSEQ,  ENOSPC,   ERANGE,
+				      EROFS,	 ENXIO,	  EBADRQC,  ENODATA,
+				      ETIMEDOUT, ENOLINK, EREMOTEIO };
+	size_t i;
+
+	for (i = 0; i < sizeof(host) / sizeof(host[0]); i++)
+		ck_assert_msg(!p2z_zone_err_is_io(-host[i]), "%s",
+			      strerror(host[i]));
+	for (i = 0; i < sizeof(device) / sizeof(device[0]); i++)
+		ck_assert_msg(p2z_zone_err_is_io(-device[i]), "%s",
+			      strerror(device[i]));
+}
+END_TEST
+
 static Suite *uring_suite(void)
 {
 	Suite *s = suite_create("uring");
@@ -423,6 +552,10 @@ static Suite *uring_suite(void)
 	tcase_add_test(tc, test_reap_survives_wait_failures);
 	tcase_add_test(tc, test_destructor_in_flight_at_teardown);
 	tcase_add_test(tc, test_thread_exit_races_teardown);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("host_errors");
+	tcase_add_test(tc, test_ring_setup_failure_is_no_zone_error);
+	tcase_add_test(tc, test_host_errors_are_not_io);
 	suite_add_tcase(s, tc);
 	return s;
 }
