@@ -333,6 +333,12 @@ static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	return ret ? ret : (ssize_t)len;
 }
 
+bool p2z_nvme_append_fits(uint64_t start, uint64_t cap, uint64_t lba,
+			  uint64_t nlb)
+{
+	return lba >= start && lba - start <= cap && nlb <= cap - (lba - start);
+}
+
 /*
  * The device says where an append went: all of its @nlb LBAs must be within
  * the zone's capacity (as last reported; before any report, its size).
@@ -343,7 +349,7 @@ static int p2z_nvme_check_landing(struct p2z_nvme *nv, uint64_t zidx,
 	uint64_t start = zidx * nv->dev.info.zone_lba;
 	uint64_t cap = __atomic_load_n(&nv->cap_lba[zidx], __ATOMIC_RELAXED);
 
-	if (lba >= start && lba - start <= cap && nlb <= cap - (lba - start))
+	if (p2z_nvme_append_fits(start, cap, lba, nlb))
 		return 0;
 	p2z_log(LOG_ERR,
 		"%s: zone %" PRIu64 ": append of %" PRIu64

@@ -19,6 +19,7 @@
 #include "p2z_check.h"
 #include "po2zfs/dev.h"
 #ifdef P2Z_HAVE_NVME
+#include "po2zfs/dev_nvme.h"
 #include "po2zfs/nvme_path.h"
 #endif
 #ifdef P2Z_HAVE_ZBD
@@ -594,6 +595,26 @@ START_TEST(test_zbd_volatile_cache)
 END_TEST
 #endif
 
+#ifdef P2Z_HAVE_NVME
+/*
+ * An nvme append must land with all its LBAs within the zone's capacity,
+ * not merely start inside the zone's size: zone at 1000, size 100, capacity
+ * 80.
+ */
+START_TEST(test_nvme_append_fits_capacity)
+{
+	ck_assert(p2z_nvme_append_fits(1000, 80, 1000, 80));
+	ck_assert(p2z_nvme_append_fits(1000, 80, 1072, 8));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1073, 8));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1080, 1));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1090, 4));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 999, 1));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1000, 81));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, UINT64_MAX, 2));
+}
+END_TEST
+#endif
+
 static Suite *dev_suite(void)
 {
 	Suite *s = suite_create("dev");
@@ -618,6 +639,7 @@ static Suite *dev_suite(void)
 	tcase_add_loop_test(tc, test_nvme_path_classify, 0,
 			    sizeof(classify_cases) / sizeof(classify_cases[0]));
 	tcase_add_test(tc, test_nvme_path_real_sysfs);
+	tcase_add_test(tc, test_nvme_append_fits_capacity);
 	suite_add_tcase(s, tc);
 #endif
 	return s;
