@@ -492,8 +492,8 @@ START_TEST(test_ring_setup_failure_is_no_zone_error)
 
 	errs = p2z_log_errors();
 	no_more_fds(&old);
-	n1 = p2z_zone_write(zt, 1, data, 4096, 0, false);
-	n2 = p2z_zone_write(zt, 2, data, 4096, 0, true);
+	n1 = p2z_zone_write(zt, 1, data, 4096, 0, false, 0);
+	n2 = p2z_zone_write(zt, 2, data, 4096, 0, true, 0);
 	ck_assert_int_eq(setrlimit(RLIMIT_NOFILE, &old), 0);
 	ck_assert_int_eq(n1, -EMFILE);
 	ck_assert_int_eq(n2, -EMFILE);
@@ -505,8 +505,8 @@ START_TEST(test_ring_setup_failure_is_no_zone_error)
 	ck_assert_uint_eq(st.size_bytes, 0);
 
 	/* descriptors back: the same thread gets its ring, writes go */
-	ck_assert_int_eq(p2z_zone_write(zt, 1, data, 8192, 0, false), 8192);
-	ck_assert_int_eq(p2z_zone_write(zt, 2, data, 4096, 0, true), 4096);
+	ck_assert_int_eq(p2z_zone_write(zt, 1, data, 8192, 0, false, 0), 8192);
+	ck_assert_int_eq(p2z_zone_write(zt, 2, data, 4096, 0, true, 0), 4096);
 	ck_assert_uint_eq(p2z_rings_nr(&host_rings), 1);
 	ck_assert_int_eq(p2z_zone_get_state(zt, 1, true, &st), 0);
 	ck_assert_uint_eq(st.size_bytes, 8192);
