@@ -302,11 +302,33 @@ ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	return p2z_dev_fua_flush(dev, flags, t0, ret);
 }
 
+/*
+ * A piece of a split append that did not land right after the one before:
+ * the request's data is not where its one landing LBA says. The zone layer
+ * re-reads the zone on the error.
+ */
+static ssize_t p2z_dev_append_strayed(struct p2z_dev *dev, uint64_t zidx,
+				      uint64_t expect_lba, uint64_t got_lba)
+{
+	p2z_log(LOG_ERR,
+		"%s: zone %llu: a piece of a split append landed at LBA %llu, "
+		"not right after the previous one (LBA %llu)",
+		dev->path ? dev->path : dev->ops->name,
+		(unsigned long long)zidx, (unsigned long long)got_lba,
+		(unsigned long long)expect_lba);
+	return -EIO;
+}
+
+/*
+ * Appends above the append limit go in pieces, one after the other; each
+ * after the first must land right where the previous one ended.
+ */
 static ssize_t p2z_dev_do_append(struct p2z_dev *dev, uint64_t zidx,
 				 const void *buf, size_t len, uint64_t *lba,
 				 unsigned int flags)
 {
 	size_t max = dev->info.max_append_bytes;
+	uint64_t next_lba = 0;
 	size_t done = 0;
 
 	if (!dev->ops->append || !max)
@@ -332,7 +354,11 @@ static ssize_t p2z_dev_do_append(struct p2z_dev *dev, uint64_t zidx,
 		}
 		if (!done)
 			*lba = piece_lba;
+		else if (piece_lba != next_lba)
+			return p2z_dev_append_strayed(dev, zidx, next_lba,
+						      piece_lba);
 		done += (size_t)ret;
+		next_lba = piece_lba + (uint64_t)ret / dev->info.lba_bytes;
 	}
 	return (ssize_t)done;
 }

@@ -46,6 +46,9 @@
 /* NLB is a 0-based 16-bit field of CDW12. */
 #define P2Z_NVME_MAX_NLB 65536U
 
+/* Force Unit Access: CDW12 bit 30 of Write and Zone Append. */
+#define P2Z_NVME_CDW12_FUA (1U << 30)
+
 /**
  * struct p2z_nvme - an open ZNS namespace
  * @dev: generic part, first
@@ -54,6 +57,8 @@
  * @ng: its path, for messages
  * @nsid: namespace id, from NVME_IOCTL_ID
  * @nr_lba: zones x zone size, the addressable LBAs
+ * @cap_lba: capacity of each zone as its last report gave it, the zone
+ *	     size until then; read and written with relaxed atomics
  * @rings: one SQE128|CQE32 ring per calling thread
  */
 struct p2z_nvme {
@@ -64,6 +69,7 @@ struct p2z_nvme {
 	uint32_t nsid;
 	uint64_t nr_lba;
 	uint32_t dma_mask; /* p2z_nvme_path_dma_mask() */
+	uint64_t *cap_lba;
 	struct p2z_rings rings;
 };
 
@@ -203,16 +209,25 @@ static int p2z_nvme_check_range(struct p2z_nvme *nv, size_t len, uint64_t ofs)
 	return 0;
 }
 
+/* CDW12 of a transfer: NLB (0-based), FUA for P2Z_IO_FUA. */
+static uint32_t p2z_nvme_cdw12(const struct p2z_nvme *nv, uint32_t len,
+			       unsigned int flags)
+{
+	uint32_t cdw12 = len / nv->dev.info.lba_bytes - 1;
+
+	if (flags & P2Z_IO_FUA)
+		cdw12 |= P2Z_NVME_CDW12_FUA;
+	return cdw12;
+}
+
 static void p2z_nvme_rw_cmd(struct p2z_nvme *nv, struct p2z_nvme_cmd *c,
 			    uint8_t opcode, void *buf, uint32_t len,
-			    uint64_t ofs)
+			    uint64_t ofs, unsigned int flags)
 {
-	uint32_t lba_bytes = nv->dev.info.lba_bytes;
-
 	memset(c, 0, sizeof(*c));
 	c->opcode = opcode;
-	c->slba = ofs / lba_bytes;
-	c->cdw12 = len / lba_bytes - 1;
+	c->slba = ofs / nv->dev.info.lba_bytes;
+	c->cdw12 = p2z_nvme_cdw12(nv, len, flags);
 	c->buf = buf;
 	c->len = len;
 }
@@ -257,7 +272,7 @@ static ssize_t p2z_nvme_pread(struct p2z_dev *dev, void *buf, size_t len,
 			if (!sqe)
 				break;
 			p2z_nvme_rw_cmd(nv, &c, nvme_cmd_read,
-					(char *)buf + done, n, ofs + done);
+					(char *)buf + done, n, ofs + done, 0);
 			p2z_nvme_prep(nv, sqe, &c);
 			done += n;
 			queued++;
@@ -305,7 +320,6 @@ static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	struct p2z_nvme *nv = P2Z_NVME(dev);
 	struct p2z_nvme_cmd c;
 	int ret;
-	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
@@ -314,9 +328,35 @@ static ssize_t p2z_nvme_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 		return ret;
 	if (len > dev->info.max_xfer_bytes)
 		return -EINVAL;
-	p2z_nvme_rw_cmd(nv, &c, nvme_cmd_write, (void *)buf, len, ofs);
+	p2z_nvme_rw_cmd(nv, &c, nvme_cmd_write, (void *)buf, len, ofs, flags);
 	ret = p2z_nvme_exec(nv, &c, NULL);
 	return ret ? ret : (ssize_t)len;
+}
+
+bool p2z_nvme_append_fits(uint64_t start, uint64_t cap, uint64_t lba,
+			  uint64_t nlb)
+{
+	return lba >= start && lba - start <= cap && nlb <= cap - (lba - start);
+}
+
+/*
+ * The device says where an append went: all of its @nlb LBAs must be within
+ * the zone's capacity (as last reported; before any report, its size).
+ */
+static int p2z_nvme_check_landing(struct p2z_nvme *nv, uint64_t zidx,
+				  uint64_t lba, uint64_t nlb)
+{
+	uint64_t start = zidx * nv->dev.info.zone_lba;
+	uint64_t cap = __atomic_load_n(&nv->cap_lba[zidx], __ATOMIC_RELAXED);
+
+	if (p2z_nvme_append_fits(start, cap, lba, nlb))
+		return 0;
+	p2z_log(LOG_ERR,
+		"%s: zone %" PRIu64 ": append of %" PRIu64
+		" LBAs landed at LBA %" PRIu64 ", past the zone's capacity"
+		" (%" PRIu64 " LBAs from %" PRIu64 ")",
+		nv->ng, zidx, nlb, lba, cap, start);
+	return -EIO;
 }
 
 static ssize_t p2z_nvme_append(struct p2z_dev *dev, uint64_t zidx,
@@ -328,7 +368,6 @@ static ssize_t p2z_nvme_append(struct p2z_dev *dev, uint64_t zidx,
 	struct p2z_nvme_cmd c;
 	uint64_t result = 0;
 	int ret;
-	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
@@ -338,20 +377,15 @@ static ssize_t p2z_nvme_append(struct p2z_dev *dev, uint64_t zidx,
 	memset(&c, 0, sizeof(c));
 	c.opcode = nvme_zns_cmd_append;
 	c.slba = zidx * dev->info.zone_lba;
-	c.cdw12 = len / lba_bytes - 1;
+	c.cdw12 = p2z_nvme_cdw12(nv, len, flags);
 	c.buf = (void *)buf;
 	c.len = len;
 	ret = p2z_nvme_exec(nv, &c, &result);
 	if (ret)
 		return ret;
-	/* The device says where the data went: it must be inside the zone. */
-	if (result < c.slba || result - c.slba >= dev->info.zone_lba) {
-		p2z_log(LOG_ERR,
-			"%s: zone %" PRIu64 ": append landed at LBA %" PRIu64
-			", outside the zone",
-			nv->ng, zidx, result);
-		return -EIO;
-	}
+	ret = p2z_nvme_check_landing(nv, zidx, result, len / lba_bytes);
+	if (ret)
+		return ret;
 	*lba = result;
 	return len;
 }
@@ -483,6 +517,17 @@ int p2z_nvme_report_parse(const struct p2z_dev_info *info, const char *name,
 	return (int)got;
 }
 
+/* Remember the capacities of @nr zones from @zidx for append checks. */
+static void p2z_nvme_note_caps(struct p2z_nvme *nv, uint64_t zidx,
+			       const struct p2z_zone_info *zi, int nr)
+{
+	int i;
+
+	for (i = 0; i < nr; i++)
+		__atomic_store_n(&nv->cap_lba[zidx + i], zi[i].cap_lba,
+				 __ATOMIC_RELAXED);
+}
+
 /* Zone Management Receive, basic report of all zones, partial. */
 static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 				 unsigned int nr, struct p2z_zone_info *zi)
@@ -530,6 +575,7 @@ static int p2z_nvme_report_zones(struct p2z_dev *dev, uint64_t zidx,
 					    rep, c.len, &zi[done]);
 		if (ret < 0)
 			break;
+		p2z_nvme_note_caps(nv, zidx + done, &zi[done], ret);
 		done += ret;
 		ret = 0;
 	}
@@ -668,6 +714,8 @@ static int p2z_nvme_id_limits(struct p2z_nvme *nv,
 				   nvme_identify_ctrl(w->fd, &id->ctrl));
 	if (ret)
 		return ret;
+	/* VWC bit 0: a volatile write cache is present. */
+	nv->dev.info.volatile_cache = id->ctrl.vwc & 1;
 	/* MDTS 0: no limit beyond the kernel's. */
 	mdts_bytes = id->ctrl.mdts ? p2z_nvme_pow2_units(id->ctrl.mdts,
 							 P2Z_NVME_MPSMIN) :
@@ -726,7 +774,21 @@ static void p2z_nvme_close(struct p2z_dev *dev)
 	/* No call is in flight: every thread's ring can go. */
 	p2z_rings_destroy(&nv->rings);
 	p2z_nvme_path_close(&nv->np);
+	free(nv->cap_lba);
 	free(nv);
+}
+
+/* Every zone's capacity is its size until a report says otherwise. */
+static int p2z_nvme_caps_alloc(struct p2z_nvme *nv)
+{
+	uint64_t z;
+
+	nv->cap_lba = calloc(nv->dev.info.nr_zones, sizeof(*nv->cap_lba));
+	if (!nv->cap_lba)
+		return -ENOMEM;
+	for (z = 0; z < nv->dev.info.nr_zones; z++)
+		nv->cap_lba[z] = nv->dev.info.zone_lba;
+	return 0;
 }
 
 static int p2z_nvme_open(const char *path, unsigned int flags,
@@ -755,6 +817,9 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 	ret = p2z_nvme_identify(nv, w);
 	if (ret)
 		goto out_close;
+	ret = p2z_nvme_caps_alloc(nv);
+	if (ret)
+		goto out_close;
 	snprintf(nv->ng, sizeof(nv->ng), "%s", w->ng);
 	nv->dma_mask = p2z_nvme_path_dma_mask("/sys", w) | 3;
 	nv->dev.info.buf_align = nv->dma_mask + 1;
@@ -775,6 +840,8 @@ static int p2z_nvme_open(const char *path, unsigned int flags,
 out_close:
 	p2z_nvme_path_close(w);
 out_free:
+	if (nv)
+		free(nv->cap_lba);
 	free(nv);
 	free(w);
 	return ret;
@@ -782,6 +849,7 @@ out_free:
 
 const struct p2z_dev_ops p2z_dev_nvme_ops = {
 	.name = "nvme",
+	.fua = true,
 	.splits_reads = true,
 	.probe = p2z_nvme_path_probe,
 	.open = p2z_nvme_open,

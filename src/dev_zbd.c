@@ -82,9 +82,14 @@ static int p2z_zbd_ret(int ret, int err)
 
 /* ---- data ---- */
 
-/* One read or write, looping over short transfers; returns 0 or -errno. */
+/*
+ * One read or write, looping over short transfers; returns 0 or -errno.
+ * A write with P2Z_IO_FUA goes with RWF_DSYNC: on a block device opened
+ * O_DIRECT the kernel sends it with REQ_FUA (a flush after it where the
+ * device has no FUA), so it is on stable media when it completes.
+ */
 static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_ring *r, bool write,
-		      void *buf, size_t len, uint64_t ofs)
+		      void *buf, size_t len, uint64_t ofs, unsigned int flags)
 {
 	struct io_uring_sqe *sqe;
 	struct io_uring_cqe *cqe;
@@ -101,6 +106,8 @@ static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_ring *r, bool write,
 			io_uring_prep_write(sqe, zbd->fd, buf, n, ofs);
 		else
 			io_uring_prep_read(sqe, zbd->fd, buf, n, ofs);
+		if (write && (flags & P2Z_IO_FUA))
+			sqe->rw_flags = RWF_DSYNC;
 		ret = p2z_ring_submit(r);
 		if (ret != 1) {
 			/* Not submitted: the SQE must not run later, with a
@@ -129,7 +136,7 @@ static int p2z_zbd_rw(struct p2z_zbd *zbd, struct p2z_ring *r, bool write,
  * data right after its request header. Those go through the bounce buffer.
  */
 static int p2z_zbd_io(struct p2z_zbd *zbd, bool write, void *buf, size_t len,
-		      uint64_t ofs)
+		      uint64_t ofs, unsigned int flags)
 {
 	uint32_t max = zbd->dev.info.max_xfer_bytes;
 	struct p2z_ring *r;
@@ -140,13 +147,13 @@ static int p2z_zbd_io(struct p2z_zbd *zbd, bool write, void *buf, size_t len,
 	if (ret)
 		return ret;
 	if (!((uintptr_t)buf % zbd->dev.info.lba_bytes))
-		return p2z_zbd_rw(zbd, r, write, buf, len, ofs);
+		return p2z_zbd_rw(zbd, r, write, buf, len, ofs, flags);
 	while (done < len) {
 		uint32_t n = len - done < max ? len - done : max;
 
 		if (write)
 			memcpy(r->buf, (char *)buf + done, n);
-		ret = p2z_zbd_rw(zbd, r, write, r->buf, n, ofs + done);
+		ret = p2z_zbd_rw(zbd, r, write, r->buf, n, ofs + done, flags);
 		if (ret)
 			return ret;
 		if (!write)
@@ -181,7 +188,7 @@ static ssize_t p2z_zbd_pread(struct p2z_dev *dev, void *buf, size_t len,
 
 	ret = p2z_zbd_check_range(zbd, len, ofs);
 	if (!ret)
-		ret = p2z_zbd_io(zbd, false, buf, len, ofs);
+		ret = p2z_zbd_io(zbd, false, buf, len, ofs, 0);
 	return ret ? ret : (ssize_t)len;
 }
 
@@ -190,12 +197,12 @@ static ssize_t p2z_zbd_pread(struct p2z_dev *dev, void *buf, size_t len,
  * write pointer right. Caller holds the zone's stripe lock.
  */
 static int __p2z_zbd_write(struct p2z_zbd *zbd, uint64_t zidx, const void *buf,
-			   size_t len, uint64_t ofs)
+			   size_t len, uint64_t ofs, unsigned int flags)
 {
 	uint32_t lba_bytes = zbd->dev.info.lba_bytes;
 	int ret;
 
-	ret = p2z_zbd_io(zbd, true, (void *)buf, len, ofs);
+	ret = p2z_zbd_io(zbd, true, (void *)buf, len, ofs, flags);
 	if (ret || zbd->wp_lba[zidx] != ofs / lba_bytes)
 		zbd->wp_lba[zidx] = P2Z_ZBD_WP_UNKNOWN;
 	else
@@ -210,7 +217,6 @@ static ssize_t p2z_zbd_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
 	size_t done = 0;
 	int ret;
-	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
@@ -224,7 +230,7 @@ static ssize_t p2z_zbd_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
 
 		pthread_mutex_lock(p2z_zbd_lock(zbd, zidx));
 		ret = __p2z_zbd_write(zbd, zidx, (const char *)buf + done, n,
-				      ofs + done);
+				      ofs + done, flags);
 		pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
 		if (ret)
 			return done ? (ssize_t)done : ret;
@@ -437,7 +443,6 @@ static ssize_t p2z_zbd_append(struct p2z_dev *dev, uint64_t zidx,
 	uint32_t lba_bytes = dev->info.lba_bytes;
 	uint64_t wp;
 	int ret;
-	(void)flags; /* ops->fua is false: never P2Z_IO_FUA */
 
 	if (dev->flags & P2Z_DEV_RDONLY)
 		return -EROFS;
@@ -447,7 +452,8 @@ static ssize_t p2z_zbd_append(struct p2z_dev *dev, uint64_t zidx,
 	pthread_mutex_lock(p2z_zbd_lock(zbd, zidx));
 	ret = __p2z_zbd_wp(zbd, zidx, &wp);
 	if (!ret)
-		ret = __p2z_zbd_write(zbd, zidx, buf, len, wp * lba_bytes);
+		ret = __p2z_zbd_write(zbd, zidx, buf, len, wp * lba_bytes,
+				      flags);
 	pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
 	if (ret)
 		return ret;
@@ -573,6 +579,21 @@ uint32_t p2z_zbd_max_xfer(const char *sysfs, const char *name,
 	return max ? max : lba_bytes;
 }
 
+bool p2z_zbd_volatile_cache(const char *sysfs, const char *name)
+{
+	char path[PATH_MAX], mode[32];
+
+	if (snprintf(path, sizeof(path), "%s/block/%s/queue/write_cache", sysfs,
+		     name) >= (int)sizeof(path) ||
+	    p2z_sysfs_read(path, mode, sizeof(mode))) {
+		p2z_log(LOG_WARNING,
+			"%s: write cache mode unknown: taken as volatile",
+			name);
+		return true;
+	}
+	return strcmp(mode, "write through") != 0;
+}
+
 static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 {
 	struct p2z_dev_info *info = &zbd->dev.info;
@@ -597,6 +618,7 @@ static int p2z_zbd_geometry(struct p2z_zbd *zbd, const struct zbd_info *zi)
 		p2z_zbd_max_xfer("/sys", zbd->name, zi->lblock_size);
 	info->max_append_bytes = info->max_xfer_bytes;
 	info->buf_align = zi->lblock_size; /* O_DIRECT */
+	info->volatile_cache = p2z_zbd_volatile_cache("/sys", zbd->name);
 	return 0;
 }
 
@@ -715,6 +737,7 @@ out_free:
 
 const struct p2z_dev_ops p2z_dev_zbd_ops = {
 	.name = "zbd",
+	.fua = true,
 	.splits_reads = true,
 	.probe = p2z_zbd_probe,
 	.open = p2z_zbd_open,

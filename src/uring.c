@@ -1,6 +1,14 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * A ring per calling thread; see uring.h.
+ *
+ * Who frees a ring: whoever takes it off the list, under p2z_rings_lock:
+ * its thread's key destructor, p2z_ring_discard(), or p2z_rings_destroy().
+ * A thread that exits while the device closes (an idle FUSE worker at
+ * unmount) may run its destructor after the teardown freed the ring and
+ * the registry: the destructor therefore never dereferences its argument
+ * before finding it on the list, owned by the calling thread, and the lock
+ * is static, never destroyed.
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -11,6 +19,23 @@
 #include "po2zfs/log.h"
 #include "uring.h"
 
+/* Guards p2z_rings_all and every registry's @nr; never destroyed. */
+static pthread_mutex_t p2z_rings_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* Every ring of every registry, not yet freed. */
+static struct p2z_ring *p2z_rings_all;
+
+static void __p2z_ring_unlink(struct p2z_ring *r)
+{
+	if (r->prev)
+		r->prev->next = r->next;
+	else
+		p2z_rings_all = r->next;
+	if (r->next)
+		r->next->prev = r->prev;
+	r->rs->nr--;
+}
+
 static void p2z_ring_free(struct p2z_ring *r)
 {
 	io_uring_queue_exit(&r->ring);
@@ -18,21 +43,26 @@ static void p2z_ring_free(struct p2z_ring *r)
 	free(r);
 }
 
-/* pthread key destructor: the thread that owned @arg is exiting. */
+/*
+ * pthread key destructor: the thread that owned @arg is exiting. @arg may
+ * already be freed (the registry was torn down meanwhile), and its address
+ * reused by another thread's ring: only a ring on the list and owned by
+ * this thread is this thread's.
+ */
 static void p2z_ring_destroy(void *arg)
 {
-	struct p2z_ring *r = arg;
-	struct p2z_rings *rs = r->rs;
+	pthread_t self = pthread_self();
+	struct p2z_ring *r;
 
-	pthread_mutex_lock(&rs->lock);
-	if (r->prev)
-		r->prev->next = r->next;
-	else
-		rs->list = r->next;
-	if (r->next)
-		r->next->prev = r->prev;
-	pthread_mutex_unlock(&rs->lock);
-	p2z_ring_free(r);
+	pthread_mutex_lock(&p2z_rings_lock);
+	for (r = p2z_rings_all; r; r = r->next)
+		if (r == arg && pthread_equal(r->owner, self))
+			break;
+	if (r)
+		__p2z_ring_unlink(r);
+	pthread_mutex_unlock(&p2z_rings_lock);
+	if (r)
+		p2z_ring_free(r);
 }
 
 int p2z_rings_init(struct p2z_rings *rs, unsigned int entries,
@@ -44,11 +74,6 @@ int p2z_rings_init(struct p2z_rings *rs, unsigned int entries,
 	ret = pthread_key_create(&rs->key, p2z_ring_destroy);
 	if (ret)
 		return -ret;
-	ret = pthread_mutex_init(&rs->lock, NULL);
-	if (ret) {
-		pthread_key_delete(rs->key);
-		return -ret;
-	}
 	rs->entries = entries;
 	rs->flags = flags;
 	rs->buf_bytes = buf_bytes;
@@ -56,24 +81,60 @@ int p2z_rings_init(struct p2z_rings *rs, unsigned int entries,
 	return 0;
 }
 
+/*
+ * Deleting the key stops destructors from being called from now on, but
+ * not one a thread already started: that one finds nothing on the list.
+ */
 void p2z_rings_destroy(struct p2z_rings *rs)
 {
-	struct p2z_ring *r, *next;
+	struct p2z_ring *r, *next, *mine = NULL;
 
-	/* Deleting the key runs no destructor: the list has them all. */
 	pthread_key_delete(rs->key);
-	for (r = rs->list; r; r = next) {
+	pthread_mutex_lock(&p2z_rings_lock);
+	for (r = p2z_rings_all; r; r = next) {
+		next = r->next;
+		if (r->rs != rs)
+			continue;
+		__p2z_ring_unlink(r);
+		r->next = mine;
+		mine = r;
+	}
+	pthread_mutex_unlock(&p2z_rings_lock);
+	for (r = mine; r; r = next) {
 		next = r->next;
 		p2z_ring_free(r);
 	}
-	rs->list = NULL;
-	pthread_mutex_destroy(&rs->lock);
+}
+
+unsigned int p2z_rings_nr(struct p2z_rings *rs)
+{
+	unsigned int nr;
+
+	pthread_mutex_lock(&p2z_rings_lock);
+	nr = rs->nr;
+	pthread_mutex_unlock(&p2z_rings_lock);
+	return nr;
 }
 
 void p2z_ring_discard(struct p2z_ring *r)
 {
 	pthread_setspecific(r->rs->key, NULL);
 	p2z_ring_destroy(r);
+}
+
+/*
+ * No ring for this thread: a resource of this host (EMFILE, ENFILE, ENOMEM,
+ * EPERM or ENOSYS where io_uring is disabled), not of the device. Said
+ * once per registry: every request of the thread fails the same way.
+ */
+static void p2z_ring_setup_failed(struct p2z_rings *rs, int err)
+{
+	if (__atomic_exchange_n(&rs->setup_err_told, true, __ATOMIC_RELAXED))
+		return;
+	p2z_log(LOG_ERR,
+		"%s: io_uring setup (flags 0x%x): %s; the requests of a "
+		"thread without a ring fail with it (said once)",
+		rs->name, rs->flags, strerror(-err));
 }
 
 int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp)
@@ -100,24 +161,25 @@ int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp)
 	p.flags = rs->flags;
 	ret = io_uring_queue_init_params(rs->entries, &r->ring, &p);
 	if (ret < 0) {
-		p2z_log(LOG_ERR, "%s: io_uring setup (flags 0x%x): %s",
-			rs->name, rs->flags, strerror(-ret));
+		p2z_ring_setup_failed(rs, ret);
 		free(r->buf);
 		free(r);
 		return ret;
 	}
 	r->rs = rs;
+	r->owner = pthread_self();
 	ret = pthread_setspecific(rs->key, r);
 	if (ret) {
 		p2z_ring_free(r);
 		return -ret;
 	}
-	pthread_mutex_lock(&rs->lock);
-	r->next = rs->list;
-	if (rs->list)
-		rs->list->prev = r;
-	rs->list = r;
-	pthread_mutex_unlock(&rs->lock);
+	pthread_mutex_lock(&p2z_rings_lock);
+	r->next = p2z_rings_all;
+	if (p2z_rings_all)
+		p2z_rings_all->prev = r;
+	p2z_rings_all = r;
+	rs->nr++;
+	pthread_mutex_unlock(&p2z_rings_lock);
 	*rp = r;
 	return 0;
 }

@@ -2,15 +2,17 @@
 /*
  * A ring per calling thread, for the backends that drive io_uring (nvme,
  * zbd): created on first use, found through a pthread key owned by the open
- * device, freed when its thread exits or when the device closes. Worker
- * threads never share a submission queue, so no call takes a lock on the
- * I/O path.
+ * device, freed when its thread exits or when the device closes, whichever
+ * comes first, exactly once. Worker threads never share a submission
+ * queue, so no call takes a lock on the I/O path; creating and freeing a
+ * ring takes one process-wide lock that is never destroyed.
  */
 #ifndef P2Z_URING_H
 #define P2Z_URING_H
 
 #include <liburing.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 
 struct p2z_rings;
@@ -20,13 +22,16 @@ struct p2z_rings;
  * @ring: the io_uring
  * @buf: per-ring buffer of rs->buf_bytes, 4096-aligned, or NULL
  * @rs: the registry it belongs to
- * @prev: list of all rings of @rs, guarded by rs->lock
+ * @owner: the thread it belongs to
+ * @prev: list of all rings of all registries, guarded by the lock in
+ *	  uring.c
  * @next: see @prev
  */
 struct p2z_ring {
 	struct io_uring ring;
 	void *buf;
 	struct p2z_rings *rs;
+	pthread_t owner;
 	struct p2z_ring *prev;
 	struct p2z_ring *next;
 };
@@ -34,21 +39,21 @@ struct p2z_ring {
 /**
  * struct p2z_rings - the rings of one open device
  * @key: finds the calling thread's ring
- * @lock: guards @list
- * @list: every ring created and not yet freed
+ * @nr: rings created and not yet freed, guarded by the lock in uring.c
  * @entries: ring size
  * @flags: IORING_SETUP_* flags
  * @buf_bytes: size of each ring's buffer, 0 for none
  * @name: the device, for messages; must outlive the registry
+ * @setup_err_told: a failed ring setup was logged (atomic)
  */
 struct p2z_rings {
 	pthread_key_t key;
-	pthread_mutex_t lock;
-	struct p2z_ring *list;
+	unsigned int nr;
 	unsigned int entries;
 	unsigned int flags;
 	size_t buf_bytes;
 	const char *name;
+	bool setup_err_told;
 };
 
 /**
@@ -67,15 +72,32 @@ int p2z_rings_init(struct p2z_rings *rs, unsigned int entries,
 /**
  * p2z_rings_destroy() - free every ring; no call may be in flight
  * @rs: registry set up by p2z_rings_init()
+ *
+ * Threads may be exiting meanwhile: each ring is freed once, by its
+ * thread's key destructor or here, and nothing of @rs is used after this
+ * returns, so @rs may then be freed.
  */
 void p2z_rings_destroy(struct p2z_rings *rs);
+
+/**
+ * p2z_rings_nr() - number of rings of a registry not yet freed
+ * @rs: registry
+ *
+ * Return: that number.
+ */
+unsigned int p2z_rings_nr(struct p2z_rings *rs);
 
 /**
  * p2z_ring_get() - the calling thread's ring, created on first use
  * @rs: registry
  * @rp: gets the ring
  *
- * Return: 0 or -errno (the reason is logged).
+ * A ring that cannot be set up is a resource of this host missing (EMFILE,
+ * ENFILE, ENOMEM; EPERM or ENOSYS where io_uring is disabled), never a
+ * device error: the backends return the errno as it is, and the zone
+ * layer's p2z_zone_err_is_io() keeps it out of the errors= policy.
+ *
+ * Return: 0 or -errno (the first setup failure of @rs is logged).
  */
 int p2z_ring_get(struct p2z_rings *rs, struct p2z_ring **rp);
 

@@ -52,7 +52,10 @@ static bool p2z_zone_is_aligned(const struct p2z_zone_table *zt, uint64_t v)
 	return (v & (zt->geom.lba_bytes - 1)) == 0;
 }
 
-/* Keep nr_active in step with the zone; z->lock held. */
+/*
+ * Keep nr_active in step with the zone; z->lock held. Every change of the
+ * cached state ends here: it also bumps the zone's state_seq.
+ */
 void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
 {
 	bool active = p2z_zone_is_seq(z) &&
@@ -60,6 +63,7 @@ void __p2z_zone_account(struct p2z_zone_table *zt, struct p2z_zone *z)
 		      ((z->flags & P2Z_ZONE_F_OPEN) ||
 		       (z->wp_bytes > 0 && z->wp_bytes < z->cap_bytes));
 
+	z->state_seq++;
 	if (active == z->active)
 		return;
 	if (active)
@@ -424,17 +428,40 @@ const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st)
 	return p2z_zone_cond_name(st->cond);
 }
 
+/*
+ * The device's condition of a zone, reported without any zone lock: the
+ * reads and writes of the zone would otherwise wait for the report. Taken
+ * only if the cached state did not change meanwhile (a write, reset,
+ * finish, open or close known to the table is newer than the report).
+ * Returns with z->lock held.
+ */
+static void p2z_zone_refresh_lock(struct p2z_zone_table *zt, struct p2z_zone *z,
+				  uint64_t zidx)
+{
+	struct p2z_zone_info zi;
+	uint64_t seq;
+	bool ok;
+
+	pthread_mutex_lock(&z->lock);
+	seq = z->state_seq;
+	pthread_mutex_unlock(&z->lock);
+	ok = p2z_dev_report_zones(zt->dev, zidx, 1, &zi) == 1;
+	pthread_mutex_lock(&z->lock);
+	if (ok && z->state_seq == seq)
+		z->cond = zi.cond;
+}
+
 int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
 		       struct p2z_zone_state *st)
 {
 	struct p2z_zone *z = p2z_zone_of(zt, zidx);
-	struct p2z_zone_info zi;
 
 	if (!z)
 		return -EINVAL;
-	pthread_mutex_lock(&z->lock);
-	if (refresh && p2z_dev_report_zones(zt->dev, zidx, 1, &zi) == 1)
-		z->cond = zi.cond;
+	if (refresh)
+		p2z_zone_refresh_lock(zt, z, zidx);
+	else
+		pthread_mutex_lock(&z->lock);
 	st->zidx = zidx;
 	st->type = z->type;
 	st->cond = z->cond;

@@ -19,13 +19,38 @@
 
 /*
  * Errors that say nothing about the zone's health: resources of the device
- * or of this process. They are returned as they are, without the errors=
- * policy.
+ * (open and active zone limits) or of this host, and interruptions. They
+ * are returned as they are, without the errors= policy.
+ *
+ * Host errors come from the io_uring backends: a worker thread whose ring
+ * cannot be set up (uring.c p2z_ring_get(), logged there once) fails its
+ * request with the errno of io_uring_setup(): EMFILE or ENFILE (no file
+ * descriptor), ENOMEM, EPERM or ENOSYS (io_uring disabled or filtered).
+ * EACCES is a permission of this host too (passthrough refused). No device
+ * answer maps to one of these: NVMe statuses map to EIO, EINVAL, ERANGE,
+ * ENOSPC, EROFS, ENXIO, EILSEQ, EBADRQC and the two zone limits
+ * (p2z_dev_nvme_status_errno()); the block layer's to EIO, ENOSPC, ENODATA,
+ * ETIMEDOUT, ENOLINK and the like. A block device made read-only under the
+ * mount (EPERM) is a setting of this host, not a failing zone, either.
  */
+static bool p2z_err_is_host(int err)
+{
+	switch (err) {
+	case -EMFILE:
+	case -ENFILE:
+	case -ENOMEM:
+	case -EPERM:
+	case -EACCES:
+	case -ENOSYS:
+		return true;
+	}
+	return false;
+}
+
 bool p2z_zone_err_is_io(int err)
 {
-	return err != -ENOMEM && err != -ETOOMANYREFS && err != -EOVERFLOW &&
-	       err != -EINTR && err != -EAGAIN;
+	return !p2z_err_is_host(err) && err != -ETOOMANYREFS &&
+	       err != -EOVERFLOW && err != -EINTR && err != -EAGAIN;
 }
 
 void p2z_zone_set_rdonly(struct p2z_zone_table *zt, const char *why)

@@ -36,6 +36,12 @@ struct p2z_zone {
 	 */
 	uint64_t data_bytes;
 	/*
+	 * Guarded by lock: bumped by every change of the cached state, each
+	 * of which ends with __p2z_zone_account(). A report read without
+	 * the lock is applied only if it did not change meanwhile.
+	 */
+	uint64_t state_seq;
+	/*
 	 * The errors= policy ran on the zone since p2z_zone_clear_changed()
 	 * last looked: its size, mode or access may have changed behind the
 	 * file. Set by zone.c after each policy run.

@@ -62,7 +62,7 @@ man_lint() {
 build() { # dir, cmake args...
 	local dir=$1
 	shift
-	cmake -S . -B "$dir" -DP2Z_WERROR=ON "$@" >/dev/null &&
+	cmake -S . -B "$dir" -DP2Z_WERROR=ON -DP2Z_TESTS=ON "$@" >/dev/null &&
 		cmake --build "$dir" -j"$(nproc)" -- --no-print-directory >/dev/null ||
 		cmake --build "$dir" -j1 # again, to show the errors
 }

@@ -288,6 +288,7 @@ ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
  *
  * Pieces are issued in order; each lands right after the previous one only
  * if nobody else writes the zone meanwhile (callers hold the zone lock).
+ * A later piece landing anywhere else fails the append with -EIO (logged).
  *
  * Return: bytes written (short only if a later piece failed) or -errno.
  */

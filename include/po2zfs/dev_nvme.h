@@ -6,6 +6,7 @@
 #ifndef PO2ZFS_DEV_NVME_H
 #define PO2ZFS_DEV_NVME_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -36,5 +37,17 @@ int p2z_nvme_report_parse(const struct p2z_dev_info *info, const char *name,
 			  uint64_t zidx, unsigned int nr,
 			  const struct nvme_zone_report *rep, size_t len,
 			  struct p2z_zone_info *zi);
+
+/**
+ * p2z_nvme_append_fits() - whether an append landed within its zone
+ * @start: the zone's first LBA
+ * @cap: the zone's capacity in LBAs
+ * @lba: where the device says the append went
+ * @nlb: LBAs appended
+ *
+ * Return: true if all @nlb LBAs from @lba lie within @start + @cap.
+ */
+bool p2z_nvme_append_fits(uint64_t start, uint64_t cap, uint64_t lba,
+			  uint64_t nlb);
 
 #endif /* PO2ZFS_DEV_NVME_H */

@@ -1,11 +1,13 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
  * The zbd backend's pure parts, apart for the tests and the fuzz targets:
- * checking a libzbd zone report and reading the queue's transfer limit.
+ * checking a libzbd zone report, reading the queue's transfer limit and
+ * its write cache mode.
  */
 #ifndef PO2ZFS_DEV_ZBD_H
 #define PO2ZFS_DEV_ZBD_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include <libzbd/zbd.h>
@@ -50,5 +52,19 @@ int p2z_zbd_report_parse(const struct p2z_dev_info *info, const char *name,
  */
 uint32_t p2z_zbd_max_xfer(const char *sysfs, const char *name,
 			  uint32_t lba_bytes);
+
+/**
+ * p2z_zbd_volatile_cache() - whether a block device has a volatile cache
+ * @sysfs: where sysfs is mounted ("/sys"; tests pass a tree of their own)
+ * @name: the kernel's name of the device
+ *
+ * From the queue's write_cache: "write back" (the kernel flushes it and
+ * sends FUA writes) is volatile, "write through" is not. Anything else,
+ * or a missing attribute, is taken as volatile (and logged): flushes then
+ * go to the device, which is never wrong.
+ *
+ * Return: true for a volatile write cache.
+ */
+bool p2z_zbd_volatile_cache(const char *sysfs, const char *name);
 
 #endif /* PO2ZFS_DEV_ZBD_H */

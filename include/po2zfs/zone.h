@@ -18,7 +18,7 @@
  *	      (reset, error handling), so that no read ever reaches the device
  *	      past a write pointer (zonefs' inode_dio_wait())
  *   lock     guards the cached state (zonefs' i_truncate_mutex); held only
- *	      briefly, never across data transfers
+ *	      briefly, never across data transfers nor zone reports
  * Table-wide counters are atomics and need no lock.
  */
 #ifndef PO2ZFS_ZONE_H
@@ -252,7 +252,9 @@ const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st);
  * @zidx: zone index, < geom.nr_zones
  * @refresh: first re-read the zone's condition from the device (the device
  *	     may close implicitly open zones on its own); the cached write
- *	     pointer stays authoritative
+ *	     pointer stays authoritative. The report holds no zone lock (the
+ *	     zone's reads and writes do not wait for it); if the table changed
+ *	     the zone meanwhile, the cached condition is newer and kept
  * @st: result
  *
  * Return: 0, or -EINVAL for a bad @zidx.

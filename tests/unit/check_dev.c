@@ -19,7 +19,11 @@
 #include "p2z_check.h"
 #include "po2zfs/dev.h"
 #ifdef P2Z_HAVE_NVME
+#include "po2zfs/dev_nvme.h"
 #include "po2zfs/nvme_path.h"
+#endif
+#ifdef P2Z_HAVE_ZBD
+#include "po2zfs/dev_zbd.h"
 #endif
 
 #define LBA 512U
@@ -38,6 +42,8 @@
  * @flags: flags of each write or append call
  * @nr_flush: flushes
  * @flush_ret: what a flush returns
+ * @next_lba: where the next append lands: right after the previous one
+ * @stray_at: append call number that lands 50 LBAs further, or -1
  */
 struct fake {
 	struct p2z_dev dev;
@@ -49,6 +55,8 @@ struct fake {
 	unsigned int flags[MAX_CALLS];
 	unsigned int nr_flush;
 	int flush_ret;
+	uint64_t next_lba;
+	int stray_at;
 };
 
 static struct fake fk;
@@ -88,8 +96,9 @@ static ssize_t fake_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 	(void)dev;
 	(void)buf;
 	fk.flags[fk.nr] = flags;
-	/* each piece lands 100 LBAs after the previous call's number */
-	*lba = 1000 + 100 * fk.nr;
+	/* each piece lands right after the previous one, but @stray_at */
+	*lba = fk.next_lba + ((int)fk.nr == fk.stray_at ? 50 : 0);
+	fk.next_lba = *lba + len / LBA;
 	return fake_record(len, zidx);
 }
 
@@ -148,6 +157,8 @@ static struct p2z_dev *fake_dev(const struct p2z_dev_ops *ops)
 {
 	memset(&fk, 0, sizeof(fk));
 	fk.fail_at = -1;
+	fk.stray_at = -1;
+	fk.next_lba = 1000;
 	fk.dev.ops = ops;
 	fk.dev.info = (struct p2z_dev_info){
 		.lba_bytes = LBA,
@@ -264,6 +275,40 @@ START_TEST(test_append_split_first_lba)
 	fk.fail_at = 1;
 	fk.fail_ret = -EILSEQ;
 	ck_assert_int_eq(p2z_dev_append(dev, 0, buf, 7 * LBA, &lba, 0), APPEND);
+}
+END_TEST
+
+/*
+ * Every piece of a split append must land right after the one before: a
+ * piece that lands elsewhere (the zone moved under it) leaves the data
+ * somewhere else than the one LBA returned says, and fails the append.
+ */
+START_TEST(test_append_split_pieces_contiguous)
+{
+	struct p2z_dev *dev = fake_dev(&fake_ops);
+	uint64_t lba = 0;
+
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0),
+			 7 * LBA);
+	ck_assert_uint_eq(lba, 1000);
+	ck_assert_uint_eq(fk.next_lba, 1007);
+	/* the third piece lands 50 LBAs away */
+	dev = fake_dev(&fake_ops);
+	fk.stray_at = 2;
+	lba = 0;
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0), -EIO);
+	ck_assert_uint_eq(fk.nr, 3);
+	ck_assert_uint_eq(dev->stats[P2Z_DEV_STAT_APPEND].nr_err, 1);
+	/* the second */
+	dev = fake_dev(&fake_ops);
+	fk.stray_at = 1;
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0), -EIO);
+	/* the first piece may land anywhere the backend accepts */
+	dev = fake_dev(&fake_ops);
+	fk.stray_at = 0;
+	ck_assert_int_eq(p2z_dev_append(dev, 1, buf, 7 * LBA, &lba, 0),
+			 7 * LBA);
+	ck_assert_uint_eq(lba, 1050);
 }
 END_TEST
 
@@ -492,6 +537,84 @@ START_TEST(test_nvme_path_real_sysfs)
 END_TEST
 #endif
 
+#ifdef P2Z_HAVE_ZBD
+static void write_cache_file(const char *sys, const char *disk,
+			     const char *mode)
+{
+	char p[PATH_MAX];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/block/%s", sys, disk);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/block/%s/queue", sys, disk);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/block/%s/queue/write_cache", sys, disk);
+	f = fopen(p, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "%s\n", mode);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
+static void rm_write_cache_file(const char *sys, const char *disk)
+{
+	char p[PATH_MAX];
+
+	snprintf(p, sizeof(p), "%s/block/%s/queue/write_cache", sys, disk);
+	unlink(p);
+	snprintf(p, sizeof(p), "%s/block/%s/queue", sys, disk);
+	rmdir(p);
+	snprintf(p, sizeof(p), "%s/block/%s", sys, disk);
+	rmdir(p);
+}
+
+/* The zbd backend's volatile_cache: the queue's write_cache mode. */
+START_TEST(test_zbd_volatile_cache)
+{
+	char dir[PATH_MAX], sys[PATH_MAX + 8], p[PATH_MAX + 64];
+
+	p2z_check_mkdtemp(dir, sizeof(dir), "check_dev_wc");
+	snprintf(sys, sizeof(sys), "%s/sys", dir);
+	ck_assert_int_eq(mkdir(sys, 0755), 0);
+	snprintf(p, sizeof(p), "%s/block", sys);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	write_cache_file(sys, "sdb", "write back");
+	write_cache_file(sys, "sdc", "write through");
+	write_cache_file(sys, "sdd", "write-through?");
+	ck_assert(p2z_zbd_volatile_cache(sys, "sdb"));
+	ck_assert(!p2z_zbd_volatile_cache(sys, "sdc"));
+	/* unknown or missing: volatile, flushes are never wrong */
+	ck_assert(p2z_zbd_volatile_cache(sys, "sdd"));
+	ck_assert(p2z_zbd_volatile_cache(sys, "sde"));
+	rm_write_cache_file(sys, "sdb");
+	rm_write_cache_file(sys, "sdc");
+	rm_write_cache_file(sys, "sdd");
+	rmdir(p);
+	rmdir(sys);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+END_TEST
+#endif
+
+#ifdef P2Z_HAVE_NVME
+/*
+ * An nvme append must land with all its LBAs within the zone's capacity,
+ * not merely start inside the zone's size: zone at 1000, size 100, capacity
+ * 80.
+ */
+START_TEST(test_nvme_append_fits_capacity)
+{
+	ck_assert(p2z_nvme_append_fits(1000, 80, 1000, 80));
+	ck_assert(p2z_nvme_append_fits(1000, 80, 1072, 8));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1073, 8));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1080, 1));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1090, 4));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 999, 1));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, 1000, 81));
+	ck_assert(!p2z_nvme_append_fits(1000, 80, UINT64_MAX, 2));
+}
+END_TEST
+#endif
+
 static Suite *dev_suite(void)
 {
 	Suite *s = suite_create("dev");
@@ -502,9 +625,13 @@ static Suite *dev_suite(void)
 	tcase_add_test(tc, test_pread_errors);
 	tcase_add_test(tc, test_pwrite_split_and_partial);
 	tcase_add_test(tc, test_append_split_first_lba);
+	tcase_add_test(tc, test_append_split_pieces_contiguous);
 	tcase_add_test(tc, test_fua_native_or_flush);
 	tcase_add_test(tc, test_zone_range_checks);
 	tcase_add_test(tc, test_open_selection_errors);
+#ifdef P2Z_HAVE_ZBD
+	tcase_add_test(tc, test_zbd_volatile_cache);
+#endif
 	suite_add_tcase(s, tc);
 #ifdef P2Z_HAVE_NVME
 	tc = tcase_create("nvme_path");
@@ -512,6 +639,7 @@ static Suite *dev_suite(void)
 	tcase_add_loop_test(tc, test_nvme_path_classify, 0,
 			    sizeof(classify_cases) / sizeof(classify_cases[0]));
 	tcase_add_test(tc, test_nvme_path_real_sysfs);
+	tcase_add_test(tc, test_nvme_append_fits_capacity);
 	suite_add_tcase(s, tc);
 #endif
 	return s;

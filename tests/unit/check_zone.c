@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "p2z_check.h"
@@ -190,8 +191,8 @@ static ssize_t put(uint64_t zidx, uint64_t ofs, size_t len)
 
 /*
  * The emu backend's ops, copied so that a test can replace one of them
- * (fx_hook_ops()); the backend's state is reached from struct p2z_dev as
- * before.
+ * (fx_fail_flush(), fx_hook_report()); the backend's state is reached from
+ * struct p2z_dev as before.
  */
 static struct p2z_dev_ops hook_ops;
 static int hook_flush_ret;
@@ -211,6 +212,68 @@ static void fx_fail_flush(int err)
 	hook_ops.fua = false;
 	hook_flush_ret = err;
 	fx.dev->ops = &hook_ops;
+}
+
+/*
+ * A zone report that stops, once armed, after reading the device and before
+ * returning, until released: the window in which a report used to hold the
+ * zone's lock.
+ */
+enum { HOOK_IDLE, HOOK_ARMED, HOOK_IN_REPORT, HOOK_RELEASED };
+static pthread_mutex_t hook_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t hook_cond = PTHREAD_COND_INITIALIZER;
+static int hook_state;
+static int (*hook_real_report)(struct p2z_dev *dev, uint64_t zidx,
+			       unsigned int nr, struct p2z_zone_info *zi);
+
+static int hook_report(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
+		       struct p2z_zone_info *zi)
+{
+	int ret = hook_real_report(dev, zidx, nr, zi);
+
+	pthread_mutex_lock(&hook_lock);
+	if (hook_state == HOOK_ARMED) {
+		hook_state = HOOK_IN_REPORT;
+		pthread_cond_broadcast(&hook_cond);
+		while (hook_state != HOOK_RELEASED)
+			pthread_cond_wait(&hook_cond, &hook_lock);
+	}
+	pthread_mutex_unlock(&hook_lock);
+	return ret;
+}
+
+static void fx_hook_report(void)
+{
+	hook_ops = *fx.dev->ops;
+	hook_real_report = hook_ops.report_zones;
+	hook_ops.report_zones = hook_report;
+	hook_state = HOOK_IDLE;
+	fx.dev->ops = &hook_ops;
+}
+
+/* Wait until hook_state is @want, at most 5 s. Return: whether it is. */
+static bool hook_wait(int want)
+{
+	struct timespec end;
+	bool ok;
+
+	clock_gettime(CLOCK_REALTIME, &end);
+	end.tv_sec += 5;
+	pthread_mutex_lock(&hook_lock);
+	while (hook_state != want &&
+	       !pthread_cond_timedwait(&hook_cond, &hook_lock, &end))
+		;
+	ok = hook_state == want;
+	pthread_mutex_unlock(&hook_lock);
+	return ok;
+}
+
+static void hook_set(int state)
+{
+	pthread_mutex_lock(&hook_lock);
+	hook_state = state;
+	pthread_cond_broadcast(&hook_cond);
+	pthread_mutex_unlock(&hook_lock);
 }
 
 static uint64_t dev_stat_nr(enum p2z_dev_stat_op op)
@@ -1163,6 +1226,77 @@ END_TEST
 
 /* ---- concurrency ---- */
 
+struct refresher {
+	pthread_t thread;
+	uint64_t zidx;
+	struct p2z_zone_state st;
+	int ret;
+};
+
+static void *refresher_run(void *arg)
+{
+	struct refresher *r = arg;
+
+	r->ret = p2z_zone_get_state(fx.zt, r->zidx, true, &r->st);
+	return NULL;
+}
+
+/* What the zone's users do while a report of the zone is at the device. */
+static void *zone_user_run(void *arg)
+{
+	uint64_t z = *(uint64_t *)arg;
+	void *buf = buf_alloc(2 * lba());
+
+	ck_assert_int_eq(put(z, lba(), lba()), lba());
+	ck_assert_int_eq(p2z_zone_read(fx.zt, z, buf, 2 * lba(), 0), 2 * lba());
+	ck_assert(check_pat(buf, 2 * lba(), z, 0));
+	ck_assert_int_eq(zone_finish(z), 0);
+	free(buf);
+	hook_set(HOOK_RELEASED);
+	return NULL;
+}
+
+/*
+ * getfattr user.zone.cond reports the zone from the device: meanwhile its
+ * reads, writes and a finish go on (they used to wait behind the report,
+ * which held the zone's lock), and the finish, newer than the report, is
+ * what the snapshot shows.
+ */
+START_TEST(test_concurrent_refresh)
+{
+	struct refresher r = { 0 };
+	struct p2z_zone_state st;
+	pthread_t user;
+	bool done;
+	uint64_t z;
+
+	fx_setup(&geoms[0], P2Z_ERRORS_REPAIR, false);
+	z = seq_zone(0);
+	r.zidx = z;
+	ck_assert_int_eq(put(z, 0, lba()), lba());
+	fx_hook_report();
+	hook_set(HOOK_ARMED);
+	ck_assert_int_eq(pthread_create(&r.thread, NULL, refresher_run, &r), 0);
+	ck_assert(hook_wait(HOOK_IN_REPORT));
+	ck_assert_int_eq(pthread_create(&user, NULL, zone_user_run, &z), 0);
+	/* The user releases the report when done; else it is stuck. */
+	done = hook_wait(HOOK_RELEASED);
+	hook_set(HOOK_RELEASED);
+	pthread_join(user, NULL);
+	pthread_join(r.thread, NULL);
+	ck_assert_msg(done,
+		      "a write, read and finish waited for a zone report");
+	ck_assert_int_eq(r.ret, 0);
+	ck_assert_uint_eq(r.st.cond, P2Z_ZONE_COND_FULL);
+	ck_assert_uint_eq(r.st.wp_bytes, r.st.cap_bytes);
+	state(z, &st);
+	ck_assert_uint_eq(st.cond, P2Z_ZONE_COND_FULL);
+	/* Nothing changed meanwhile: the report is taken. */
+	ck_assert_int_eq(p2z_zone_get_state(fx.zt, z, true, &st), 0);
+	ck_assert_uint_eq(st.cond, dev_cond(z));
+}
+END_TEST
+
 /*
  * Every LBA written by the concurrency tests carries who wrote it and in
  * which write, so that the zone can be parsed back.
@@ -1518,6 +1652,7 @@ static Suite *zone_suite(void)
 	tcase_add_loop_test(tc, test_concurrent_writers, 0, 4);
 	tcase_add_loop_test(tc, test_concurrent_same_offset, 0, 2);
 	tcase_add_test(tc, test_concurrent_read_reset);
+	tcase_add_test(tc, test_concurrent_refresh);
 	return s;
 }
 

@@ -10,6 +10,12 @@
  * pages through as many Zone Management Receives as it takes) are checked;
  * no zone is touched.
  *
+ * Also checks that writes and appends with P2Z_IO_FUA reach the backend
+ * (which has FUA of its own: no flush from the dispatcher) and read back
+ * exact, and the volatile write cache the backend reports: QEMU's NVMe
+ * controller has one (VWC), a block device has what its queue's
+ * write_cache says.
+ *
  * Uses zones 0..3 (they are reset), leaves zone 2 holding known data and
  * writes the same bytes to EXPECT_FILE, then prints
  *   P2Z-RAW slba=<first LBA of zone 2> bytes=<n>
@@ -22,8 +28,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 #include "po2zfs/dev.h"
+#include "po2zfs/sysfs.h"
 
 /**
  * struct vm_test - one run
@@ -237,6 +246,76 @@ static void test_write_read(struct vm_test *t)
 	buf_free(r);
 }
 
+/*
+ * The volatile write cache the backend found: QEMU's NVMe controller sets
+ * VWC; for a block device, the queue's write_cache ("write back").
+ */
+static void test_volatile_cache(struct vm_test *t, const char *path)
+{
+	char attr[96], mode[32] = "";
+	bool expect = true;
+	struct stat st;
+
+	if (!t->nvme && !stat(path, &st) && S_ISBLK(st.st_mode)) {
+		snprintf(attr, sizeof(attr),
+			 "/sys/dev/block/%u:%u/queue/write_cache",
+			 major(st.st_rdev), minor(st.st_rdev));
+		if (!p2z_sysfs_read(attr, mode, sizeof(mode)))
+			expect = strcmp(mode, "write through") != 0;
+	}
+	printf("volatile_cache: %d (%s)\n", t->dev->info.volatile_cache,
+	       t->nvme ? "NVMe VWC" : mode);
+	CHECK(t, t->dev->info.volatile_cache == expect,
+	      "volatile write cache: %d (got %d)", expect,
+	      t->dev->info.volatile_cache);
+}
+
+/*
+ * A FUA append and a FUA write into zone 1: both land where they should,
+ * read back exact, the backend took FUA itself (no flush was sent) and
+ * both count as FUA writes.
+ */
+static void test_fua(struct vm_test *t)
+{
+	const struct p2z_dev_info *in = &t->dev->info;
+	uint32_t lbs = in->lba_bytes;
+	size_t alen = 9 * lbs, wlen = 300 * 1024;
+	uint64_t start = in->zone_lba, lba = 0;
+	uint8_t *w = buf_alloc(alen + wlen), *r = buf_alloc(alen + wlen);
+	uint64_t flushes, fuas;
+	ssize_t ret;
+
+	CHECK(t, t->dev->ops->fua, "backend %s has FUA", t->dev->ops->name);
+	fill(w, alen + wlen, 1, 3);
+	check_mgmt(t, 1, P2Z_ZONE_OP_RESET, 0);
+	flushes = t->dev->stats[P2Z_DEV_STAT_FLUSH].nr;
+	fuas = t->dev->stats[P2Z_DEV_STAT_FUA].nr;
+	ret = p2z_dev_append(t->dev, 1, w, alen, &lba, P2Z_IO_FUA);
+	CHECK(t, ret == (ssize_t)alen && lba == start,
+	      "FUA append of %zu bytes at LBA %" PRIu64 " (got %zd at %" PRIu64
+	      ")",
+	      alen, start, ret, lba);
+	ret = p2z_dev_pwrite(t->dev, w + alen, wlen, (start * lbs) + alen,
+			     P2Z_IO_FUA);
+	CHECK(t, ret == (ssize_t)wlen, "FUA write of %zu bytes (got %zd)", wlen,
+	      ret);
+	check_zone(t, 1, P2Z_ZONE_COND_IMP_OPEN, (alen + wlen) / lbs);
+	CHECK(t,
+	      t->dev->stats[P2Z_DEV_STAT_FUA].nr == fuas + 2 &&
+		      t->dev->stats[P2Z_DEV_STAT_FLUSH].nr == flushes,
+	      "2 FUA writes counted, no flush sent (fua +%" PRIu64
+	      ", flush +%" PRIu64 ")",
+	      t->dev->stats[P2Z_DEV_STAT_FUA].nr - fuas,
+	      t->dev->stats[P2Z_DEV_STAT_FLUSH].nr - flushes);
+	memset(r, 0, alen + wlen);
+	ret = p2z_dev_pread(t->dev, r, alen + wlen, start * lbs);
+	CHECK(t, ret == (ssize_t)(alen + wlen) && !memcmp(r, w, alen + wlen),
+	      "FUA data read back exact (got %zd)", ret);
+	check_mgmt(t, 1, P2Z_ZONE_OP_RESET, 0);
+	buf_free(w);
+	buf_free(r);
+}
+
 /* Open and active limits: max_open 3, max_active 4 on every namespace. */
 static void test_open_limits(struct vm_test *t)
 {
@@ -394,6 +473,8 @@ int main(int argc, char **argv)
 	if (argc == 7)
 		goto out;
 	test_write_read(&t);
+	test_volatile_cache(&t, argv[1]);
+	test_fua(&t);
 	test_open_limits(&t);
 	test_threads(&t, expect);
 	fclose(expect);
