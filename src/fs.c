@@ -4,9 +4,10 @@
  * view of the device, over the zone table. This file owns the namespace
  * (zonefs' super.c): nodes and their attributes, lookup, getattr, setattr,
  * readdir, statfs, the xattr requests, the refusals of the fixed namespace,
- * the session setup and the ops table. The files themselves (open, read,
- * write, flush, fsync, release, the buffer pool) are fs_file.c's, which
- * also explains how the writes of one zone stay in order.
+ * the session setup (its first request, the mount's read-ahead) and the
+ * ops table. The files themselves (open, read, write, flush, fsync,
+ * release, the buffer pool) are fs_file.c's, which also explains how the
+ * writes of one zone stay in order.
  *
  * Page cache and attributes. Sequential zone files opened for writing (and
  * O_DIRECT opens) are direct-io, and so is po2 (see p2z_fs_node_may_cache());
@@ -31,6 +32,7 @@
 #include "fs_priv.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <pthread.h>
@@ -835,6 +837,80 @@ int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 void p2z_fs_set_session(struct p2z_fs *fs, struct fuse_session *se)
 {
 	fs->se = se;
+}
+
+/*
+ * Read-ahead of the mount, in KiB: FUSE's largest request (max_pages, 256
+ * pages since Linux 4.20, what libfuse asks for with a 1 MiB max_write).
+ * The kernel starts a FUSE mount at its default of 128 KiB and lowers it
+ * to the daemon's max_readahead in the INIT reply, never raises it: only
+ * the bdi's read_ahead_kb in sysfs does. With 128 KiB, a sequential
+ * buffered reader costs a round trip through the daemon per 256 KiB; with
+ * 1 MiB, per 1 MiB (guest, 1 MiB reads: 144-206 -> 210-221 MiB/s).
+ */
+#define P2Z_FS_READAHEAD_KB (P2Z_FS_MAX_WRITE / 1024)
+
+/*
+ * The mount's anonymous device: the root of the mount at @mountpoint, from
+ * the kernel's cached attributes (AT_STATX_DONT_SYNC: before the workers
+ * start, a GETATTR would never be answered).
+ */
+static int p2z_fs_mount_dev(const char *mountpoint, struct statx *stx)
+{
+	if (statx(AT_FDCWD, mountpoint,
+		  AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC, STATX_TYPE,
+		  stx) < 0)
+		return -errno;
+	if (!S_ISDIR(stx->stx_mode))
+		return -ENOTDIR;
+	if (!(stx->stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) ||
+	    !(stx->stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return -ESTALE;
+	return 0;
+}
+
+/*
+ * Raise the mount's read-ahead, once the INIT reply has set it: the bdi is
+ * the mount's anonymous device, /sys/class/bdi/MAJ:MIN. Root only, like
+ * the knob; a daemon that cannot keeps the kernel's default and says so.
+ */
+static void p2z_fs_raise_readahead(const char *mountpoint)
+{
+	char path[64];
+	struct statx stx;
+	int fd, ret, n;
+
+	ret = p2z_fs_mount_dev(mountpoint, &stx);
+	if (ret) {
+		p2z_log(LOG_INFO, "%s: read-ahead stays at the default: %s",
+			mountpoint, strerror(-ret));
+		return;
+	}
+	snprintf(path, sizeof(path), "/sys/class/bdi/%u:%u/read_ahead_kb",
+		 stx.stx_dev_major, stx.stx_dev_minor);
+	fd = open(path, O_WRONLY | O_CLOEXEC);
+	n = fd < 0 ? -1 : dprintf(fd, "%u\n", P2Z_FS_READAHEAD_KB);
+	if (n < 0)
+		p2z_log(LOG_INFO, "%s: read-ahead stays at the default: %s: %s",
+			mountpoint, path, strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+void p2z_fs_serve_init(struct p2z_fs *fs, const char *mountpoint)
+{
+	struct fuse_session *se = fs->se;
+	struct fuse_buf fbuf = { .mem = NULL };
+	int ret;
+
+	do {
+		ret = fuse_session_receive_buf(se, &fbuf);
+	} while (ret == -EINTR && !fuse_session_exited(se));
+	if (ret > 0)
+		fuse_session_process_buf(se, &fbuf);
+	free(fbuf.mem);
+	if (ret > 0 && !fuse_session_exited(se))
+		p2z_fs_raise_readahead(mountpoint);
 }
 
 void p2z_fs_free(struct p2z_fs *fs)

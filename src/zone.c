@@ -17,9 +17,6 @@
 
 #include "po2zfs/log.h"
 
-/* Zones per report_zones call at mount. */
-#define P2Z_REPORT_BATCH 1024U
-
 static struct p2z_zone *p2z_zone_of(struct p2z_zone_table *zt, uint64_t zidx)
 {
 	if (zidx >= zt->geom.nr_zones)
@@ -83,8 +80,10 @@ void __p2z_zone_set_size(struct p2z_zone_table *zt, struct p2z_zone *z,
 }
 
 /*
- * The device's write pointer as an offset in the zone, within [0, cap]. Not
- * valid for read-only and offline zones on ZNS: shown, never used as a size.
+ * The device's write pointer as an offset in the zone: within [0, cap], the
+ * capacity when full, by the write pointer rule of the device layer
+ * (struct p2z_zone_info). Not valid for read-only and offline zones on ZNS:
+ * shown, never used as a size.
  */
 uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
 			  const struct p2z_zone *z,
@@ -94,12 +93,6 @@ uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
 
 	if (!p2z_zone_is_seq(z))
 		return 0;
-	if (zi->cond == P2Z_ZONE_COND_FULL)
-		return z->cap_bytes;
-	if (zi->wp_lba < start)
-		return 0;
-	if ((zi->wp_lba - start) * zt->geom.lba_bytes > z->cap_bytes)
-		return z->cap_bytes;
 	return (zi->wp_lba - start) * zt->geom.lba_bytes;
 }
 
@@ -160,16 +153,7 @@ static int p2z_zone_init_one(struct p2z_zone_table *zt, struct p2z_zone *z,
 	z->cond = zi->cond;
 	z->start_bytes = start * g->lba_bytes;
 	z->cap_bytes = zi->cap_lba * g->lba_bytes;
-	if (p2z_zone_is_seq(z) && zi->cond != P2Z_ZONE_COND_READONLY &&
-	    zi->cond != P2Z_ZONE_COND_OFFLINE &&
-	    zi->cond != P2Z_ZONE_COND_FULL &&
-	    (zi->wp_lba < start || zi->wp_lba - start > zi->cap_lba)) {
-		p2z_log(LOG_ERR,
-			"zone %" PRIu64 ": write pointer %" PRIu64
-			" outside the zone",
-			zidx, zi->wp_lba);
-		return -EIO;
-	}
+	/* The backend checked the write pointer (struct p2z_zone_info). */
 	z->wp_bytes = p2z_zone_info_wp(zt, z, zi);
 	z->size_bytes = p2z_zone_is_seq(z) ? z->wp_bytes : z->cap_bytes;
 	if (zi->cond == P2Z_ZONE_COND_READONLY) {
@@ -217,39 +201,18 @@ static int p2z_zone_close_stale(struct p2z_zone_table *zt, struct p2z_zone *z,
 	return 0;
 }
 
+static int p2z_zone_table_load_one(const struct p2z_zone_info *zi,
+				   uint64_t zidx, void *arg)
+{
+	struct p2z_zone_table *zt = arg;
+
+	return p2z_zone_init_one(zt, &zt->zones[zidx], zidx, zi);
+}
+
 static int p2z_zone_table_report(struct p2z_zone_table *zt)
 {
-	uint64_t nr_zones = zt->geom.nr_zones;
-	struct p2z_zone_info *zi;
-	uint64_t zidx = 0;
-	int ret = 0;
-
-	zi = calloc(P2Z_REPORT_BATCH, sizeof(*zi));
-	if (!zi)
-		return -ENOMEM;
-	while (zidx < nr_zones) {
-		unsigned int nr = nr_zones - zidx < P2Z_REPORT_BATCH ?
-					  (unsigned int)(nr_zones - zidx) :
-					  P2Z_REPORT_BATCH;
-		int i, n;
-
-		n = p2z_dev_report_zones(zt->dev, zidx, nr, zi);
-		if (n <= 0 || (unsigned int)n > nr) {
-			ret = n < 0 ? n : -EIO;
-			p2z_log(LOG_ERR,
-				"reporting zones from %" PRIu64 " failed (%d)",
-				zidx, ret);
-			break;
-		}
-		for (i = 0; i < n && !ret; i++)
-			ret = p2z_zone_init_one(zt, &zt->zones[zidx + i],
-						zidx + i, &zi[i]);
-		if (ret)
-			break;
-		zidx += n;
-	}
-	free(zi);
-	return ret;
+	return p2z_dev_zone_walk(zt->dev, 0, zt->geom.nr_zones,
+				 p2z_zone_table_load_one, zt);
 }
 
 /* Index the zones by type and close stale explicitly open zones. */

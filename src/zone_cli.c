@@ -27,7 +27,6 @@
 
 #define PROG "po2zfs-zone"
 #define EXIT_USAGE 2
-#define P2Z_REPORT_BATCH 256
 #define P2Z_MAP_PER_ROW 16
 
 static const char usage_text[] =
@@ -152,20 +151,17 @@ static int p2z_zcli_open(const struct p2z_zcli *z, bool claim,
 	return 0;
 }
 
-/* Written bytes of a sequential zone, in LBAs. */
-static uint64_t p2z_zcli_used(const struct p2z_zone_info *zi)
-{
-	return zi->wp_lba > zi->start_lba ? zi->wp_lba - zi->start_lba : 0;
-}
-
-/* Whole percent written, rounded down: 100 only for a full zone. */
+/*
+ * Whole percent written, rounded down: 100 only for a zone written to its
+ * capacity (full ones are: the write pointer rule of struct p2z_zone_info).
+ */
 static unsigned int p2z_zcli_fill_pct(const struct p2z_zone_info *zi)
 {
-	uint64_t used = p2z_zcli_used(zi);
+	uint64_t used = zi->wp_lba - zi->start_lba;
 
 	if (!zi->cap_lba || zi->cond == P2Z_ZONE_COND_OFFLINE)
 		return 0;
-	if (used >= zi->cap_lba)
+	if (used == zi->cap_lba)
 		return 100;
 	/* used < cap: no overflow for any cap below 2^57 LBAs */
 	return (unsigned int)(used * 100 / zi->cap_lba);
@@ -175,25 +171,40 @@ typedef void (*p2z_zcli_zone_fn)(struct p2z_dev *dev, const struct p2z_geom *g,
 				 uint64_t zidx, const struct p2z_zone_info *zi,
 				 void *arg);
 
+/* What p2z_zcli_for_each_zone() passes its printers. */
+struct p2z_zcli_each {
+	struct p2z_dev *dev;
+	const struct p2z_geom *g;
+	p2z_zcli_zone_fn fn;
+	void *arg;
+};
+
+static int p2z_zcli_each_zone(const struct p2z_zone_info *zi, uint64_t zidx,
+			      void *arg)
+{
+	struct p2z_zcli_each *e = arg;
+
+	e->fn(e->dev, e->g, zidx, zi, e->arg);
+	return 0;
+}
+
+/*
+ * The exit status of a zone walk: @fn's own (positive, said already), or
+ * a failed report (logged by the walk).
+ */
+static int p2z_zcli_walk_status(int ret)
+{
+	return ret < 0 ? EXIT_FAILURE : ret;
+}
+
 /* Call @fn for every zone, in order. */
 static int p2z_zcli_for_each_zone(struct p2z_dev *dev, const struct p2z_geom *g,
 				  p2z_zcli_zone_fn fn, void *arg)
 {
-	struct p2z_zone_info zi[P2Z_REPORT_BATCH];
-	uint64_t zidx = 0;
-	int n, i;
+	struct p2z_zcli_each e = { .dev = dev, .g = g, .fn = fn, .arg = arg };
 
-	while (zidx < dev->info.nr_zones) {
-		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
-		if (n <= 0)
-			return p2z_cli_fail(PROG, EXIT_FAILURE,
-					    "%s: report zones: %s", dev->path,
-					    strerror(n ? -n : EIO));
-		for (i = 0; i < n; i++)
-			fn(dev, g, zidx + (uint64_t)i, &zi[i], arg);
-		zidx += (uint64_t)n;
-	}
-	return 0;
+	return p2z_zcli_walk_status(p2z_dev_zone_walk(
+		dev, 0, dev->info.nr_zones, p2z_zcli_each_zone, &e));
 }
 
 static void p2z_zcli_print_lbas(const char *what, uint64_t lbas,
@@ -538,6 +549,32 @@ static int p2z_zcli_zones_of(const struct p2z_zcli *z, struct p2z_dev *dev,
 	return 0;
 }
 
+/* What p2z_zcli_check_types() learns of the range. */
+struct p2z_zcli_types {
+	const struct p2z_zcli *z;
+	const char *path;
+	uint64_t nr_seq, seq_first, seq_last;
+};
+
+static int p2z_zcli_type_of(const struct p2z_zone_info *zi, uint64_t zidx,
+			    void *arg)
+{
+	struct p2z_zcli_types *t = arg;
+
+	if (zi->type != P2Z_ZONE_TYPE_CNV) {
+		if (!t->nr_seq++)
+			t->seq_first = zidx;
+		t->seq_last = zidx;
+		return 0;
+	}
+	if (!t->z->all)
+		return p2z_cli_fail(PROG, EXIT_FAILURE,
+				    "%s: zone %" PRIu64
+				    " is conventional: nothing to %s",
+				    t->path, zidx, t->z->cmd);
+	return 0;
+}
+
 /*
  * Zone types of [*first, *last]: explicit ranges holding a conventional
  * zone are refused (nothing to reset or finish there); --all skips them and
@@ -548,37 +585,19 @@ static int p2z_zcli_check_types(const struct p2z_zcli *z, struct p2z_dev *dev,
 				uint64_t *first, uint64_t *last,
 				uint64_t *nr_seq)
 {
-	struct p2z_zone_info zi[P2Z_REPORT_BATCH];
-	uint64_t zidx = *first, seq_first = 0, seq_last = 0;
-	int n, i;
+	struct p2z_zcli_types t = { .z = z, .path = dev->path };
+	int ret;
 
-	*nr_seq = 0;
-	while (zidx <= *last) {
-		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
-		if (n <= 0)
-			return p2z_cli_fail(PROG, EXIT_FAILURE,
-					    "%s: report zones: %s", dev->path,
-					    strerror(n ? -n : EIO));
-		for (i = 0; i < n && zidx <= *last; i++, zidx++) {
-			if (zi[i].type != P2Z_ZONE_TYPE_CNV) {
-				if (!(*nr_seq)++)
-					seq_first = zidx;
-				seq_last = zidx;
-				continue;
-			}
-			if (!z->all)
-				return p2z_cli_fail(
-					PROG, EXIT_FAILURE,
-					"%s: zone %" PRIu64
-					" is conventional: nothing to %s",
-					dev->path, zidx, z->cmd);
-		}
-	}
-	if (!*nr_seq)
+	ret = p2z_dev_zone_walk(dev, *first, *last - *first + 1,
+				p2z_zcli_type_of, &t);
+	*nr_seq = t.nr_seq;
+	if (ret)
+		return p2z_zcli_walk_status(ret);
+	if (!t.nr_seq)
 		return p2z_cli_fail(PROG, EXIT_FAILURE,
 				    "%s: no sequential zones", dev->path);
-	*first = seq_first;
-	*last = seq_last;
+	*first = t.seq_first;
+	*last = t.seq_last;
 	return 0;
 }
 
@@ -635,42 +654,53 @@ static void p2z_zcli_progress_end(struct p2z_zcli_progress *p)
 		fputs("\r\033[K", stderr);
 }
 
+/* The state of p2z_zcli_apply(): where a zone operation failed, and how. */
+struct p2z_zcli_apply {
+	const struct p2z_zcli *z;
+	struct p2z_dev *dev;
+	enum p2z_zone_op op;
+	struct p2z_zcli_progress pr;
+	uint64_t done, nr_seq;
+	uint64_t err_zidx;
+	int err;
+};
+
+static int p2z_zcli_apply_one(const struct p2z_zone_info *zi, uint64_t zidx,
+			      void *arg)
+{
+	struct p2z_zcli_apply *a = arg;
+
+	if (zi->type == P2Z_ZONE_TYPE_CNV)
+		return 0;
+	a->err = p2z_dev_zone_mgmt(a->dev, zidx, a->op);
+	if (a->err) {
+		a->err_zidx = zidx;
+		return EXIT_FAILURE;
+	}
+	p2z_zcli_progress(&a->pr, a->dev->path, a->z->cmd, ++a->done,
+			  a->nr_seq);
+	return 0;
+}
+
 /* Reset or finish every sequential zone of [first, last]. */
 static int p2z_zcli_apply(const struct p2z_zcli *z, struct p2z_dev *dev,
 			  enum p2z_zone_op op, uint64_t first, uint64_t last,
 			  uint64_t nr_seq)
 {
-	struct p2z_zone_info zi[P2Z_REPORT_BATCH];
-	struct p2z_zcli_progress pr;
-	uint64_t zidx = first, done = 0;
-	int n, i, ret = 0;
+	struct p2z_zcli_apply a = {
+		.z = z, .dev = dev, .op = op, .nr_seq = nr_seq
+	};
+	int ret;
 
-	p2z_zcli_progress_init(&pr);
-
-	while (!ret && zidx <= last) {
-		n = p2z_dev_report_zones(dev, zidx, P2Z_REPORT_BATCH, zi);
-		if (n <= 0) {
-			p2z_zcli_progress_end(&pr);
-			return p2z_cli_fail(PROG, EXIT_FAILURE,
-					    "%s: report zones: %s", dev->path,
-					    strerror(n ? -n : EIO));
-		}
-		for (i = 0; i < n && zidx <= last; i++, zidx++) {
-			if (zi[i].type == P2Z_ZONE_TYPE_CNV)
-				continue;
-			ret = p2z_dev_zone_mgmt(dev, zidx, op);
-			if (ret)
-				break;
-			p2z_zcli_progress(&pr, dev->path, z->cmd, ++done,
-					  nr_seq);
-		}
-	}
-	p2z_zcli_progress_end(&pr);
-	if (ret)
+	p2z_zcli_progress_init(&a.pr);
+	ret = p2z_dev_zone_walk(dev, first, last - first + 1,
+				p2z_zcli_apply_one, &a);
+	p2z_zcli_progress_end(&a.pr);
+	if (a.err)
 		return p2z_cli_fail(PROG, EXIT_FAILURE,
 				    "%s: zone %" PRIu64 ": %s: %s", dev->path,
-				    zidx, z->cmd, strerror(-ret));
-	return 0;
+				    a.err_zidx, z->cmd, strerror(-a.err));
+	return p2z_zcli_walk_status(ret);
 }
 
 static int p2z_zcli_mgmt(const struct p2z_zcli *z, enum p2z_zone_op op)

@@ -67,10 +67,24 @@ enum p2z_zone_op {
  * struct p2z_zone_info - one zone as the device reports it
  * @start_lba: first LBA of the zone
  * @cap_lba: writable LBAs in the zone (<= zone size)
- * @wp_lba: absolute write pointer; start + cap for a full zone (whatever the
- *	    device reported), start for conventional zones
+ * @wp_lba: absolute write pointer, by the rule below
  * @type: enum p2z_zone_type
  * @cond: enum p2z_zone_cond
+ *
+ * The write pointer rule. Every backend's report_zones normalises @wp_lba,
+ * so that for every zone start_lba <= wp_lba <= start_lba + cap_lba, and
+ * wp_lba - start_lba is the written part with no clamping by the caller:
+ *   conventional		start_lba, whatever the condition
+ *   empty, open, closed	the device's write pointer (start_lba when
+ *				empty, as ZNS and ZBC say); nvme and zbd fail
+ *				a report of one outside the zone with -EIO,
+ *				emu checks its image at open
+ *   full			start_lba + cap_lba, whatever the device said
+ *				(QEMU: all ones; Linux: start + zone size)
+ *   read-only, offline	not valid on ZNS: nvme and zbd report
+ *				start_lba; emu reports where the zone stood
+ *				when it failed (still inside the zone). Read
+ *				no data size from it.
  */
 struct p2z_zone_info {
 	uint64_t start_lba;
@@ -323,6 +337,42 @@ int p2z_dev_nvme_status_errno(uint16_t status);
  * "read-only", "full", "offline", or "unknown".
  */
 const char *p2z_zone_cond_name(uint8_t cond);
+
+/* dev_walk.c */
+
+/* Zones per report of p2z_dev_zone_walk(). */
+#define P2Z_DEV_WALK_BATCH 256U
+
+/*
+ * p2z_dev_zone_walk()'s callback: one zone @zi (valid during the call
+ * only) of index @zidx. Return: 0 to go on, anything else to stop the walk
+ * with that value.
+ */
+typedef int (*p2z_dev_zone_fn)(const struct p2z_zone_info *zi, uint64_t zidx,
+			       void *arg);
+
+/**
+ * p2z_dev_zone_walk() - call @fn for each zone of a range, in order
+ * @dev: device
+ * @from: first zone
+ * @nr: number of zones; 0 walks none
+ * @fn: called once per zone, zone @from first
+ * @arg: passed to @fn
+ *
+ * Reports P2Z_DEV_WALK_BATCH zones at a time (fewer at the end of the
+ * range). A backend may fill fewer entries than asked: the walk goes on
+ * from the first zone not reported. A report of no zone before the end of
+ * the range, or of more than asked, fails the walk with -EIO; a failed
+ * report with its errno. Either is logged in one line naming the device
+ * and the zone; @fn's own failures are not (a caller that reports them
+ * itself can tell them apart by returning a positive value from @fn).
+ * @fn may call the device (p2z_dev_zone_mgmt()) for the zone it is given.
+ *
+ * Return: 0 after the last zone, the first nonzero value @fn returned,
+ * -EINVAL for a range past the last zone, or the report's -errno.
+ */
+int p2z_dev_zone_walk(struct p2z_dev *dev, uint64_t from, uint64_t nr,
+		      p2z_dev_zone_fn fn, void *arg);
 
 /* NVMe status values (status code type << 8 | status code). */
 #define P2Z_NVME_SC_SUCCESS 0x000

@@ -91,6 +91,20 @@ struct fuse_session;
 void p2z_fs_set_session(struct p2z_fs *fs, struct fuse_session *se);
 
 /**
+ * p2z_fs_serve_init() - serve the session's first request, set read-ahead
+ * @fs: filesystem, its session set (p2z_fs_set_session()) and mounted
+ * @mountpoint: the absolute mount point
+ *
+ * The first request of a session is INIT (the kernel sends nothing else
+ * before the reply). Served here, before the worker threads start, so that
+ * its reply has set the mount's limits when the mount's read-ahead is
+ * raised to P2Z_FS_MAX_WRITE (bdi read_ahead_kb; needs root, else the
+ * kernel's default stays, logged). A signal or an unmount before INIT
+ * leaves the session exited, and the session loop then ends at once.
+ */
+void p2z_fs_serve_init(struct p2z_fs *fs, const char *mountpoint);
+
+/**
  * p2z_fs_free() - free a filesystem set up by p2z_fs_alloc()
  * @fs: filesystem, may be NULL
  */
