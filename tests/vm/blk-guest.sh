@@ -22,8 +22,8 @@
 # namespace, a delete while mounted, a restart finding its data, a server
 # killed after an acknowledged write, SIGTERM (SIGHUP ignored, one flush at
 # stop), SIGTERM refused under a mounted filesystem and forced by a second
-# one, del refusing a device whose record does not match and --force;
-# last, the kernel log.
+# one, del refusing a device whose record does not match and --force,
+# del --force of a mounted device; last, the kernel log.
 # Each check prints one "P2Z <config>/<check>: PASS|FAIL|SKIP|REFUSED|INFO
 # <detail>" line. REFUSED is the one refusal a check expects
 # (EXPECT_REFUSE: mkfs.f2fs' defaults on so small a volume); any other
@@ -588,6 +588,7 @@ run_ublk() {
 	check_sigterm "$ng"
 	check_sigterm_mounted "$ng"
 	check_del_force "$ng"
+	check_del_force_mounted "$ng"
 	check_bench_raw ublk "$ng" $((96 * M))
 }
 
@@ -749,6 +750,46 @@ check_del_force() { # ng
 	why=${why% }
 	res_why ublk/del-force "${why# }${why:+: $(tr '\n' '|' </tmp/addd.out)}" \
 		"del refused (exit 1, EPERM): a record of another server, no record; list marks both; del --force: exit 0, one flush at stop"
+}
+
+# del --force under a mounted zonefs: it stops the device at once and
+# returns (the kernel deletes it when zonefs lets go); the acknowledged
+# bytes are on the device, flushed once, and the server exits 0 once the
+# filesystem is unmounted.
+check_del_force_mounted() { # ng
+	local ng=$1 m=/mnt/zonefs out r why=''
+
+	if ! add_fg "$ng" /tmp/addfm.out; then
+		res ublk/del-force-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addfm.out)"
+		return
+	fi
+	blkzone reset /dev/ublkb0
+	if ! dd if=$SB of=/dev/ublkb0 bs=4096 count=1 oflag=direct status=none ||
+		! mount -t zonefs /dev/ublkb0 $m; then
+		res ublk/del-force-mounted FAIL "mount: $(klog zonefs)"
+		kill -TERM "$PID"
+		wait "$PID"
+		return
+	fi
+	head -c $((2 * M)) /dev/urandom >/tmp/fm
+	dd if=/tmp/fm of=$m/seq/7 bs=1M oflag=direct,append conv=notrunc \
+		status=none || why="$why dd"
+	out=$(timeout 30 po2zfs-blk del --force 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 0 ] && [ -z "$out" ] || why="$why del-force($r: $out)"
+	wait_node /dev/ublkb0 0 || why="$why ublkb0-left"
+	timeout 60 umount $m || why="$why umount"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	p2z_vm_raw read "$ng" $((8 * 96 * M / 4096)) $((2 * M)) >/tmp/fmraw &&
+		cmp -s /tmp/fmraw /tmp/fm || why="$why raw-bytes"
+	r=$(grep -c 'flushed at stop' /tmp/addfm.out)
+	[ "$r" = 1 ] || why="$why flush-lines($r)"
+	res_why ublk/del-force-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addfm.out)}" \
+		"del --force of a mounted device: exit 0 at once, server exit 0 after umount, 2 MiB in native zone 8, one flush at stop"
 }
 
 run_ublk
