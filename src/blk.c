@@ -5,6 +5,7 @@
  * include/po2zfs/blk.h.
  */
 #include <errno.h>
+#include <linux/ublk_cmd.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
@@ -166,4 +167,36 @@ int p2z_blk_errno(int err)
 	default:
 		return -EIO;
 	}
+}
+
+uint64_t p2z_blk_wp_advance(uint64_t cur, uint64_t end)
+{
+	return end > cur ? end : cur;
+}
+
+unsigned int p2z_blk_io_flags(uint32_t op_flags)
+{
+	return op_flags & UBLK_IO_F_FUA ? P2Z_IO_FUA : 0;
+}
+
+uint32_t p2z_blk_cache_attrs(bool volatile_cache)
+{
+	return volatile_cache ? UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA : 0;
+}
+
+enum p2z_blk_owner p2z_blk_owner_of(bool have_record, int rec_pid, int kern_pid,
+				    uint64_t srv_flags)
+{
+	if (!have_record)
+		return P2Z_BLK_OWNER_NONE;
+	if ((srv_flags & P2Z_BLK_SRV_MAGIC_MASK) != P2Z_BLK_SRV_MAGIC)
+		return P2Z_BLK_OWNER_STALE;
+	if (kern_pid > 0 && rec_pid != kern_pid)
+		return P2Z_BLK_OWNER_STALE;
+	return P2Z_BLK_OWNER_OURS;
+}
+
+bool p2z_blk_stop_is_refused(bool busy, unsigned int nr_refused)
+{
+	return busy && !nr_refused;
 }

@@ -24,14 +24,22 @@
  * Writes touching the gap between capacity and the po2 zone end fail with
  * EIO, as dm-po2zoned's do.
  *
- * The device advertises a volatile write cache: writes complete when the
- * backend has them (an image's page cache, a drive's cache), and only a
- * flush (p2z_dev_flush()) makes them durable; without the attribute the
- * block layer would never send one.
+ * The device announces a volatile write cache and FUA only when the
+ * backing device has one (info.volatile_cache): then writes complete when
+ * the backend has them, a FLUSH is p2z_dev_flush() and a write or append
+ * with UBLK_IO_F_FUA goes down with P2Z_IO_FUA. When the server lets the
+ * device go (a stop, a del), it flushes the device once, after the last
+ * request and before it closes /dev/ublkcN.
+ *
+ * Signals: SIGHUP and SIGPIPE are ignored; SIGTERM or SIGINT stop the
+ * device, but the first is refused while the block device is mounted,
+ * held or open (p2z_blk_stop_is_refused()).
  *
  * list: GET_DEV_INFO of every /dev/ublkcN, its server's pid (alive if the
  * process exists) and the record P2Z_BLK_RUN_DIR/N that add writes (the
- * backing device's path).
+ * backing device's path and the server's pid), matched against the device
+ * (p2z_blk_owner_of()): del leaves devices without a matching record alone
+ * unless forced.
  *
  * Exit status: 0 success, 1 failure (one line on stderr), 2 usage error.
  */
@@ -68,12 +76,13 @@
 #define P2Z_BLK_DEPTH 32
 #define P2Z_BLK_MAX_IO (512U << 10)
 #define P2Z_BLK_REPORT_BATCH 256
+#define P2Z_BLK_PATH_MAX 64
 
 static const char usage_text[] =
 	"Usage:\n"
 	"  " PROG " add [-f] [--backend nvme|zbd|emu] DEVICE\n"
 	"  " PROG " list\n"
-	"  " PROG " del N\n"
+	"  " PROG " del [--force] N\n"
 	"  " PROG " --help\n"
 	"\n"
 	"add serves DEVICE (/dev/ngXnY, /dev/nvmeXnY, a zoned block device or\n"
@@ -209,7 +218,10 @@ static int p2z_blk_ctrl(struct io_uring *ring, int fd, uint32_t op,
 	return p2z_blk_ctrl_cmd(ring, fd, op, &cmd);
 }
 
-/* Run modprobe ublk_drv quietly; its outcome shows in the next open. */
+/*
+ * Run /sbin/modprobe (or /usr/sbin/modprobe) ublk_drv quietly; its outcome
+ * shows in the next open.
+ */
 static void p2z_blk_modprobe(void)
 {
 	pid_t pid = fork();
@@ -222,7 +234,11 @@ static void p2z_blk_modprobe(void)
 			dup2(null, STDOUT_FILENO);
 			dup2(null, STDERR_FILENO);
 		}
-		execlp("modprobe", "modprobe", "-q", "ublk_drv", (char *)NULL);
+		/* Not through PATH: root runs this. */
+		execl("/sbin/modprobe", "modprobe", "-q", "ublk_drv",
+		      (char *)NULL);
+		execl("/usr/sbin/modprobe", "modprobe", "-q", "ublk_drv",
+		      (char *)NULL);
 		_exit(127);
 	}
 	if (pid > 0)
@@ -281,19 +297,22 @@ static void p2z_blk_set_wp(struct p2z_blk_zone *z, uint64_t wp_ofs)
 }
 
 /*
- * After a completed append: appends to one zone run concurrently on
+ * After a completed write or append: writes and appends to one zone run on
  * several queues and finish in any order, so the write pointer only moves
- * forward (one that finished later but landed earlier must not pull it
- * back over data another append already acknowledged).
+ * forward (p2z_blk_wp_advance(): one that finished later but landed
+ * earlier must not pull it back over data another one acknowledged).
  */
 static void p2z_blk_advance_wp(struct p2z_blk_zone *z, uint64_t wp_ofs)
 {
-	uint64_t cur = __atomic_load_n(&z->wp_ofs, __ATOMIC_RELAXED);
+	uint64_t cur = __atomic_load_n(&z->wp_ofs, __ATOMIC_RELAXED), next;
 
-	while (cur < wp_ofs &&
-	       !__atomic_compare_exchange_n(&z->wp_ofs, &cur, wp_ofs, true,
-					    __ATOMIC_RELEASE, __ATOMIC_RELAXED))
-		;
+	do {
+		next = p2z_blk_wp_advance(cur, wp_ofs);
+		if (next == cur)
+			return;
+	} while (!__atomic_compare_exchange_n(&z->wp_ofs, &cur, next, true,
+					      __ATOMIC_RELEASE,
+					      __ATOMIC_RELAXED));
 }
 
 static void p2z_blk_zone_load(struct p2z_blk_zone *z,
@@ -412,13 +431,14 @@ static int p2z_blk_write(struct p2z_blk *blk, const struct ublksrv_io_desc *iod,
 		return ret < 0 ? -errno : -EIO;
 	native = (p2z_geom_zone_start(&blk->g, zidx) << blk->g.lba_shift) +
 		 t.zone_ofs;
-	ret = p2z_dev_pwrite(blk->dev, buf, t.len, native, 0);
+	ret = p2z_dev_pwrite(blk->dev, buf, t.len, native,
+			     p2z_blk_io_flags(iod->op_flags));
 	if (ret != (ssize_t)t.len) {
 		p2z_blk_zone_refresh(blk, zidx);
 		return p2z_blk_errno(ret < 0 ? (int)ret : -EIO);
 	}
 	if (z->type != P2Z_ZONE_TYPE_CNV)
-		p2z_blk_set_wp(z, (t.zone_ofs + t.len) >> blk->g.lba_shift);
+		p2z_blk_advance_wp(z, (t.zone_ofs + t.len) >> blk->g.lba_shift);
 	return (int)t.len;
 }
 
@@ -436,7 +456,8 @@ static int p2z_blk_append(struct p2z_blk *blk,
 	ret = pread(blk->cdev_fd, buf, len, buf_ofs);
 	if (ret != (ssize_t)len)
 		return ret < 0 ? -errno : -EIO;
-	ret = p2z_dev_append(blk->dev, zidx, buf, len, &lba, 0);
+	ret = p2z_dev_append(blk->dev, zidx, buf, len, &lba,
+			     p2z_blk_io_flags(iod->op_flags));
 	if (ret != (ssize_t)len ||
 	    p2z_blk_append_done(&blk->g, zidx, blk->zones[zidx].cap_lba, lba,
 				len >> blk->g.lba_shift, sector, &wp_ofs)) {
@@ -780,38 +801,209 @@ static int p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started)
 	return ret;
 }
 
-/* The record list reads: P2Z_BLK_RUN_DIR/N holds the backing path. */
+/*
+ * The records list and del read: P2Z_BLK_RUN_DIR/N holds the backing
+ * path and the server's pid, one a line. The directory is root's, 0700,
+ * and never a symlink; a record is written to a temporary file and renamed,
+ * and nothing in the directory is opened through a symlink.
+ */
 
-static void p2z_blk_record_path(uint32_t dev_id, char *path, size_t size)
+/* Open the records' directory (made if @create): its fd or -errno. */
+static int p2z_blk_run_dir_open(bool create)
 {
-	snprintf(path, size, P2Z_BLK_RUN_DIR "/%" PRIu32, dev_id);
+	struct stat st;
+	int fd;
+
+	if (create && mkdir(P2Z_BLK_RUN_DIR, 0700) && errno != EEXIST)
+		return -errno;
+	fd = open(P2Z_BLK_RUN_DIR,
+		  O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ELOOP ? -ENOTDIR : -errno;
+	if (fstat(fd, &st) || st.st_uid != geteuid() || st.st_mode & 022) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
 }
 
-static void p2z_blk_record_write(uint32_t dev_id, const char *dev_path)
+static int p2z_blk_record_write(uint32_t dev_id, const char *dev_path)
 {
-	char path[64], real[PATH_MAX];
+	char name[16], tmp[48], real[PATH_MAX];
+	int dfd, fd, ret = 0;
+
+	dfd = p2z_blk_run_dir_open(true);
+	if (dfd < 0)
+		return dfd;
+	snprintf(name, sizeof(name), "%" PRIu32, dev_id);
+	snprintf(tmp, sizeof(tmp), ".%" PRIu32 ".%d", dev_id, (int)getpid());
+	unlinkat(dfd, tmp, 0);
+	fd = openat(dfd, tmp,
+		    O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		goto out_close;
+	}
+	if (dprintf(fd, "%s\n%d\n", realpath(dev_path, real) ? real : dev_path,
+		    (int)getpid()) < 0)
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && renameat(dfd, tmp, dfd, name))
+		ret = -errno;
+	if (ret)
+		unlinkat(dfd, tmp, 0);
+out_close:
+	close(dfd);
+	return ret;
+}
+
+/*
+ * Read record @dev_id: the backing path into @backing (left alone if the
+ * record has none) and the server's pid (0 if none).
+ * Return: 0, -ENOENT without a record, or -errno.
+ */
+static int p2z_blk_record_read(uint32_t dev_id, char *backing, size_t size,
+			       int *pid)
+{
+	char name[16], line[PATH_MAX];
+	int dfd, fd;
 	FILE *f;
 
-	p2z_blk_record_path(dev_id, path, sizeof(path));
-	if (mkdir(P2Z_BLK_RUN_DIR, 0755) && errno != EEXIST)
-		goto out_warn;
-	f = fopen(path, "we");
-	if (!f)
-		goto out_warn;
-	fprintf(f, "%s\n", realpath(dev_path, real) ? real : dev_path);
-	if (fclose(f) == 0)
-		return;
-out_warn:
-	p2z_log(LOG_WARNING, "%s: %s (list will not show the device's path)",
-		path, strerror(errno));
+	*pid = 0;
+	dfd = p2z_blk_run_dir_open(false);
+	if (dfd < 0)
+		return dfd;
+	snprintf(name, sizeof(name), "%" PRIu32, dev_id);
+	fd = openat(dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0)
+		return -errno;
+	f = fdopen(fd, "r");
+	if (!f) {
+		close(fd);
+		return -ENOMEM;
+	}
+	if (fgets(line, sizeof(line), f)) {
+		line[strcspn(line, "\n")] = '\0';
+		snprintf(backing, size, "%s", line);
+		if (fgets(line, sizeof(line), f))
+			*pid = atoi(line);
+	}
+	fclose(f);
+	return 0;
 }
 
-static void p2z_blk_record_remove(uint32_t dev_id)
+/* Return: 0 if a record was removed, else -errno (-ENOENT: none). */
+static int p2z_blk_record_remove(uint32_t dev_id)
 {
-	char path[64];
+	char name[16];
+	int dfd, ret;
 
-	p2z_blk_record_path(dev_id, path, sizeof(path));
-	unlink(path);
+	dfd = p2z_blk_run_dir_open(false);
+	if (dfd < 0)
+		return dfd;
+	snprintf(name, sizeof(name), "%" PRIu32, dev_id);
+	ret = unlinkat(dfd, name, 0) ? -errno : 0;
+	close(dfd);
+	return ret;
+}
+
+/* Whose device @dev_id is, by its record and the kernel's @info. */
+static enum p2z_blk_owner
+p2z_blk_owner(uint32_t dev_id, const struct ublksrv_ctrl_dev_info *info,
+	      char *backing, size_t size, int *rec_pid)
+{
+	bool have = !p2z_blk_record_read(dev_id, backing, size, rec_pid);
+
+	return p2z_blk_owner_of(have, *rec_pid, info->ublksrv_pid,
+				info->ublksrv_flags);
+}
+
+/* In use: claimed, held, open. */
+
+/*
+ * Whether a process other than this one has @bdev open. Only readlink()
+ * on /proc/PID/fd/N, which names the file without touching it: a stat()
+ * through the link would hang on a hung mount. A device opened through
+ * another node than @bdev is not seen.
+ */
+static bool p2z_blk_bdev_is_open(const char *bdev)
+{
+	char fdir[64], path[320], target[PATH_MAX];
+	struct dirent *pe, *fe;
+	bool open = false;
+	DIR *pd, *fd;
+	ssize_t n;
+
+	pd = opendir("/proc");
+	if (!pd)
+		return false;
+	while (!open && (pe = readdir(pd))) {
+		if (pe->d_name[0] < '1' || pe->d_name[0] > '9' ||
+		    atoi(pe->d_name) == getpid())
+			continue;
+		snprintf(fdir, sizeof(fdir), "/proc/%.20s/fd", pe->d_name);
+		fd = opendir(fdir);
+		if (!fd)
+			continue;
+		while ((fe = readdir(fd))) {
+			snprintf(path, sizeof(path), "%s/%.255s", fdir,
+				 fe->d_name);
+			n = readlink(path, target, sizeof(target) - 1);
+			if (n <= 0)
+				continue;
+			target[n] = '\0';
+			if (!strcmp(target, bdev)) {
+				open = true;
+				break;
+			}
+		}
+		closedir(fd);
+	}
+	closedir(pd);
+	return open;
+}
+
+/* Whether /sys/block/ublkbN/holders lists a device stacked on it. */
+static bool p2z_blk_has_holders(uint32_t dev_id)
+{
+	char path[P2Z_BLK_PATH_MAX];
+	struct dirent *de;
+	bool held = false;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/sys/block/ublkb%" PRIu32 "/holders",
+		 dev_id);
+	d = opendir(path);
+	if (!d)
+		return false;
+	while (!held && (de = readdir(d)))
+		held = de->d_name[0] != '.';
+	closedir(d);
+	return held;
+}
+
+/*
+ * Whether /dev/ublkbN is mounted, held or open: a holder, an exclusive
+ * claim (a mount: an O_EXCL open fails with EBUSY), or an open file of
+ * another process.
+ */
+static bool p2z_blk_bdev_is_busy(uint32_t dev_id)
+{
+	char bdev[P2Z_BLK_PATH_MAX];
+	bool busy;
+	int fd;
+
+	if (p2z_blk_has_holders(dev_id))
+		return true;
+	snprintf(bdev, sizeof(bdev), "/dev/ublkb%" PRIu32, dev_id);
+	fd = open(bdev, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (fd < 0)
+		return errno == EBUSY;
+	busy = p2z_blk_bdev_is_open(bdev);
+	close(fd);
+	return busy;
 }
 
 /* add */
@@ -828,7 +1020,7 @@ static void p2z_blk_params(const struct p2z_blk *blk, struct p2z_ublk_params *p)
 	memset(p, 0, sizeof(*p));
 	p->len = sizeof(*p);
 	p->types = UBLK_PARAM_TYPE_BASIC | UBLK_PARAM_TYPE_ZONED;
-	p->basic.attrs = UBLK_ATTR_VOLATILE_CACHE;
+	p->basic.attrs = p2z_blk_cache_attrs(info->volatile_cache);
 	p->basic.logical_bs_shift = (__u8)blk->g.lba_shift;
 	p->basic.physical_bs_shift = (__u8)blk->g.lba_shift;
 	p->basic.max_sectors = blk->buf_bytes >> P2Z_BLK_SECTOR_SHIFT;
@@ -856,6 +1048,8 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 	info.max_io_buf_bytes = blk->buf_bytes;
 	info.dev_id = UINT32_MAX;
 	info.flags = need | UBLK_F_CMD_IOCTL_ENCODE;
+	/* kept by the kernel: list and del know po2zfs-blk's devices by it */
+	info.ublksrv_flags = P2Z_BLK_SRV_MAGIC;
 	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_ADD_DEV,
 			   UINT32_MAX, &info, sizeof(info), 0);
 	if (ret == -EPERM || ret == -EACCES)
@@ -876,25 +1070,29 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 	}
 	if (info.max_io_buf_bytes < blk->buf_bytes)
 		blk->buf_bytes = info.max_io_buf_bytes;
+	/* A record of an earlier device of this number is not this one's. */
+	if (!p2z_blk_record_remove(blk->dev_id))
+		p2z_log(LOG_INFO,
+			"removed the stale record " P2Z_BLK_RUN_DIR "/%" PRIu32,
+			blk->dev_id);
 	return 0;
 }
 
-/* /dev/ublkcN appears when devtmpfs or udev makes it: wait a little. */
-static int p2z_blk_cdev_open(uint32_t dev_id)
+/*
+ * /dev/ublkcN appears when devtmpfs or udev makes it: wait a little.
+ * Return: the fd, or -errno.
+ */
+static int p2z_blk_cdev_open(const char *path)
 {
-	char path[64];
 	int fd, i;
 
-	snprintf(path, sizeof(path), "/dev/ublkc%" PRIu32, dev_id);
 	for (i = 0; i < 100; i++) {
 		fd = open(path, O_RDWR | O_CLOEXEC);
 		if (fd >= 0 || errno != ENOENT)
 			break;
 		usleep(20000);
 	}
-	if (fd < 0)
-		return fail(EXIT_FAILURE, "%s: %s", path, strerror(errno));
-	return fd;
+	return fd < 0 ? -errno : fd;
 }
 
 /* Queues: one per online CPU, at most P2Z_BLK_MAX_QUEUES. */
@@ -1006,8 +1204,14 @@ static int p2z_blk_fork(int *notify_fd)
 	_exit(EXIT_FAILURE);
 }
 
+/*
+ * Serve until a del stops the device (SIGUSR1 from the queues) or a stop
+ * signal does; the first stop signal while the device is mounted, held or
+ * open is refused, a second one forces the stop.
+ */
 static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
 {
+	unsigned int nr_refused = 0;
 	int sig;
 
 	for (;;) {
@@ -1018,6 +1222,15 @@ static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
 				blk->dev_id);
 			return 0;
 		}
+		if (p2z_blk_stop_is_refused(p2z_blk_bdev_is_busy(blk->dev_id),
+					    nr_refused++)) {
+			p2z_log(LOG_WARNING,
+				"%s: /dev/ublkb%" PRIu32
+				" is mounted, held or open: not stopping (a second signal, or del --force %" PRIu32
+				", stops it)",
+				strsignal(sig), blk->dev_id, blk->dev_id);
+			continue;
+		}
 		p2z_log(LOG_INFO, "%s: stopping /dev/ublkb%" PRIu32,
 			strsignal(sig), blk->dev_id);
 		/* The queues end with UBLK_IO_RES_ABORT, then SIGUSR1. */
@@ -1027,6 +1240,48 @@ static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
 	}
 }
 
+/*
+ * The server lets the device go: every request is done, flush once so
+ * that what it acknowledged is durable. Return: 0 or -errno.
+ */
+static int p2z_blk_flush_at_stop(struct p2z_blk *blk, const char *path)
+{
+	int ret = p2z_dev_flush(blk->dev);
+
+	if (ret)
+		return ret;
+	p2z_log(LOG_INFO,
+		"/dev/ublkb%" PRIu32 ": %s flushed at stop (%" PRIu64
+		" flushes, %" PRIu64 " FUA writes in all)",
+		blk->dev_id, path, blk->dev->stats[P2Z_DEV_STAT_FLUSH].nr,
+		blk->dev->stats[P2Z_DEV_STAT_FUA].nr);
+	return 0;
+}
+
+/* The device is up: record it, say it, serve it until it stops. */
+static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
+			 int notify_fd, const sigset_t *set)
+{
+	int ret, code;
+
+	ret = p2z_blk_record_write(blk->dev_id, path);
+	if (ret)
+		p2z_log(LOG_WARNING,
+			P2Z_BLK_RUN_DIR
+			"/%" PRIu32
+			": %s (list will not show the device's path; del needs --force)",
+			blk->dev_id, strerror(-ret));
+	printf("/dev/ublkb%" PRIu32 "\n", blk->dev_id);
+	fflush(stdout);
+	if (!fg)
+		p2z_blk_detach(notify_fd);
+	p2z_log(LOG_INFO, "serving %s as /dev/ublkb%" PRIu32, path,
+		blk->dev_id);
+	code = p2z_blk_wait(blk, set) ? EXIT_FAILURE : EXIT_SUCCESS;
+	p2z_blk_record_remove(blk->dev_id);
+	return code;
+}
+
 /* Bring the device up and serve it until a signal or a del stops it. */
 static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		       int notify_fd, const sigset_t *set)
@@ -1034,10 +1289,14 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 	struct p2z_ublk_params params;
 	unsigned int started = 0;
 	int ret, code = EXIT_FAILURE;
+	char cdev[P2Z_BLK_PATH_MAX];
+	bool served = false;
 
-	blk->cdev_fd = p2z_blk_cdev_open(blk->dev_id);
+	snprintf(cdev, sizeof(cdev), "/dev/ublkc%" PRIu32, blk->dev_id);
+	blk->cdev_fd = p2z_blk_cdev_open(cdev);
 	if (blk->cdev_fd < 0)
-		return EXIT_FAILURE;
+		return fail(EXIT_FAILURE, "%s: %s", cdev,
+			    strerror(-blk->cdev_fd));
 	p2z_blk_params(blk, &params);
 	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_SET_PARAMS,
 			   blk->dev_id, &params, sizeof(params), 0);
@@ -1062,15 +1321,8 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		fail(EXIT_FAILURE, "START_DEV: %s", strerror(-ret));
 		goto out_stop;
 	}
-	p2z_blk_record_write(blk->dev_id, path);
-	printf("/dev/ublkb%" PRIu32 "\n", blk->dev_id);
-	fflush(stdout);
-	if (!fg)
-		p2z_blk_detach(notify_fd);
-	p2z_log(LOG_INFO, "serving %s as /dev/ublkb%" PRIu32, path,
-		blk->dev_id);
-	code = p2z_blk_wait(blk, set) ? EXIT_FAILURE : EXIT_SUCCESS;
-	p2z_blk_record_remove(blk->dev_id);
+	served = true;
+	code = p2z_blk_serve(blk, path, fg, notify_fd, set);
 out_stop:
 	/* Stopping ends the queues' commands (a no-op if never started). */
 	if (code == EXIT_FAILURE || started)
@@ -1086,6 +1338,16 @@ out_stop:
 			    "/dev/ublkb%" PRIu32 ": queue failed: %s",
 			    blk->dev_id, strerror(-ret));
 	free(blk->queues);
+	/* Served (with or without an error since): flush before letting go. */
+	if (served) {
+		ret = p2z_blk_flush_at_stop(blk, path);
+		if (ret)
+			code = fail(
+				EXIT_FAILURE,
+				"/dev/ublkb%" PRIu32
+				": flush at stop: %s (acknowledged writes may not be durable)",
+				blk->dev_id, strerror(-ret));
+	}
 out_close:
 	close(blk->cdev_fd);
 	return code;
@@ -1115,12 +1377,15 @@ static int p2z_blk_cmd_add(const char *path, const char *backend, bool fg)
 	/*
 	 * From ADD_DEV on, a signal must not end the process before DEL_DEV
 	 * (the kernel would keep a device nobody serves): every thread
-	 * inherits the mask, and only sigwait() sees them.
+	 * inherits the mask, and only sigwait() sees them. A hang-up (the
+	 * ssh session of an add -f dropped) or a closed log pipe stops
+	 * nothing: a device under a mounted filesystem stays.
 	 */
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
 	sigemptyset(&set);
 	sigaddset(&set, SIGTERM);
 	sigaddset(&set, SIGINT);
-	sigaddset(&set, SIGHUP);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	code = p2z_blk_add_dev(&blk);
@@ -1147,29 +1412,34 @@ static bool p2z_blk_pid_alive(int pid)
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
 
+static const char *const p2z_blk_owner_names[] = {
+	[P2Z_BLK_OWNER_OURS] = "po2zfs-blk",
+	[P2Z_BLK_OWNER_NONE] = "other",
+	[P2Z_BLK_OWNER_STALE] = "stale-record",
+};
+
 static void p2z_blk_list_one(struct io_uring *ring, int fd, uint32_t dev_id)
 {
 	struct ublksrv_ctrl_dev_info info;
-	char path[64], backing[PATH_MAX] = "-", pid[16] = "-";
-	FILE *f;
-	int ret;
+	char backing[PATH_MAX] = "-", pid[16] = "-";
+	enum p2z_blk_owner owner;
+	int ret, rec_pid;
 
 	ret = p2z_blk_ctrl(ring, fd, UBLK_U_CMD_GET_DEV_INFO, dev_id, &info,
 			   sizeof(info), 0);
 	if (ret)
 		return;
-	p2z_blk_record_path(dev_id, path, sizeof(path));
-	f = fopen(path, "re");
-	if (f) {
-		if (fgets(backing, sizeof(backing), f))
-			backing[strcspn(backing, "\n")] = '\0';
-		fclose(f);
-	}
+	owner = p2z_blk_owner(dev_id, &info, backing, sizeof(backing),
+			      &rec_pid);
+	/* A record that is not this device's says nothing about it. */
+	if (owner != P2Z_BLK_OWNER_OURS)
+		strcpy(backing, "-");
 	/* The kernel forgets the pid (-1) once it saw the server die. */
 	if (info.ublksrv_pid > 0)
 		snprintf(pid, sizeof(pid), "%d", info.ublksrv_pid);
-	printf("/dev/ublkb%" PRIu32 "\t%s\t%s\t%s\n", dev_id, backing,
-	       p2z_blk_pid_alive(info.ublksrv_pid) ? "alive" : "dead", pid);
+	printf("/dev/ublkb%" PRIu32 "\t%s\t%s\t%s\t%s\n", dev_id, backing,
+	       p2z_blk_pid_alive(info.ublksrv_pid) ? "alive" : "dead", pid,
+	       p2z_blk_owner_names[owner]);
 }
 
 static int p2z_blk_cmd_list(void)
@@ -1205,49 +1475,88 @@ static int p2z_blk_cmd_list(void)
 
 /* del */
 
-/* Whether a process other than this one has an open file on @rdev. */
-static bool p2z_blk_bdev_is_open(dev_t rdev)
+/* Refuse (exit 1) a device po2zfs-blk did not make, unless forced. */
+static int p2z_blk_del_owned(unsigned long n,
+			     const struct ublksrv_ctrl_dev_info *info,
+			     bool force)
 {
-	char fdir[64], path[320];
-	struct dirent *pe, *fe;
-	bool open = false;
-	DIR *pd, *fd;
-	struct stat st;
+	char backing[PATH_MAX], why[96];
+	enum p2z_blk_owner owner;
+	int rec_pid;
 
-	pd = opendir("/proc");
-	if (!pd)
-		return false;
-	while (!open && (pe = readdir(pd))) {
-		if (pe->d_name[0] < '1' || pe->d_name[0] > '9' ||
-		    atoi(pe->d_name) == getpid())
-			continue;
-		snprintf(fdir, sizeof(fdir), "/proc/%.20s/fd", pe->d_name);
-		fd = opendir(fdir);
-		if (!fd)
-			continue;
-		while ((fe = readdir(fd))) {
-			snprintf(path, sizeof(path), "%s/%.255s", fdir,
-				 fe->d_name);
-			if (!stat(path, &st) && S_ISBLK(st.st_mode) &&
-			    st.st_rdev == rdev) {
-				open = true;
-				break;
-			}
-		}
-		closedir(fd);
-	}
-	closedir(pd);
-	return open;
+	owner = p2z_blk_owner((uint32_t)n, info, backing, sizeof(backing),
+			      &rec_pid);
+	if (owner == P2Z_BLK_OWNER_OURS || force)
+		return 0;
+	if (owner == P2Z_BLK_OWNER_NONE)
+		snprintf(why, sizeof(why), "no record in " P2Z_BLK_RUN_DIR);
+	else
+		snprintf(why, sizeof(why),
+			 "its record names server %d, the kernel %d", rec_pid,
+			 info->ublksrv_pid);
+	return fail(EXIT_FAILURE,
+		    "del %lu: /dev/ublkb%lu: not made by " PROG
+		    " (%s): %s; --force deletes it",
+		    n, n, why, strerror(EPERM));
 }
 
-static int p2z_blk_cmd_del(const char *arg)
+/*
+ * Stop and delete device @n. Held exclusively from the check through
+ * STOP_DEV: nobody mounts it in between (an O_EXCL open fails while it is
+ * mounted). A plain open elsewhere does not stop O_EXCL but would keep the
+ * disk, and DEL_DEV would wait for it: look for one too. No disk (never
+ * started, stopped): nothing to hold. Forced, a device in use is stopped
+ * all the same and deleted when its last user lets go (DEL_DEV_ASYNC).
+ */
+static int p2z_blk_del_stop(struct io_uring *ring, int fd, unsigned long n,
+			    bool force)
+{
+	char bdev[P2Z_BLK_PATH_MAX];
+	bool busy = false;
+	int excl, ret;
+
+	snprintf(bdev, sizeof(bdev), "/dev/ublkb%lu", n);
+	excl = open(bdev, O_RDONLY | O_EXCL | O_CLOEXEC);
+	if (excl < 0 && errno != ENOENT && errno != ENXIO) {
+		if (!force)
+			return fail(EXIT_FAILURE,
+				    "del %lu: %s: %s (mounted or open)", n,
+				    bdev, strerror(errno));
+		busy = true;
+	}
+	if (excl >= 0 && p2z_blk_bdev_is_open(bdev)) {
+		if (!force) {
+			close(excl);
+			return fail(EXIT_FAILURE,
+				    "del %lu: %s: %s (open by a process)", n,
+				    bdev, strerror(EBUSY));
+		}
+		busy = true;
+	}
+	ret = p2z_blk_ctrl(ring, fd, UBLK_U_CMD_STOP_DEV, (uint32_t)n, NULL, 0,
+			   0);
+	if (excl >= 0)
+		close(excl);
+	if (ret)
+		return fail(EXIT_FAILURE, "del %lu: STOP_DEV: %s", n,
+			    strerror(-ret));
+	/* Waits until the server (if alive) let go of /dev/ublkcN. */
+	ret = p2z_blk_ctrl(ring, fd,
+			   busy ? UBLK_U_CMD_DEL_DEV_ASYNC : UBLK_U_CMD_DEL_DEV,
+			   (uint32_t)n, NULL, 0, 0);
+	if (ret && ret != -ENODEV)
+		return fail(EXIT_FAILURE, "del %lu: DEL_DEV: %s", n,
+			    strerror(-ret));
+	return 0;
+}
+
+static int p2z_blk_cmd_del(const char *arg, bool force)
 {
 	struct ublksrv_ctrl_dev_info info;
 	struct io_uring ring;
-	char bdev[64], *end;
-	int fd, code, ret, excl;
-	struct stat st;
 	unsigned long n;
+	int fd, code, ret;
+	char *end;
 
 	errno = 0;
 	n = strtoul(arg, &end, 10);
@@ -1257,52 +1566,16 @@ static int p2z_blk_cmd_del(const char *arg)
 	code = p2z_blk_ctrl_open(&fd, &ring);
 	if (code)
 		return code;
-	code = EXIT_FAILURE;
 	ret = p2z_blk_ctrl(&ring, fd, UBLK_U_CMD_GET_DEV_INFO, (uint32_t)n,
 			   &info, sizeof(info), 0);
-	if (ret) {
-		fail(EXIT_FAILURE, "del %lu: %s", n, strerror(-ret));
-		goto out_close;
-	}
-	/*
-	 * Held exclusively from here through STOP_DEV: nobody mounts it in
-	 * between (an O_EXCL open fails while it is mounted). A plain open
-	 * elsewhere does not stop O_EXCL but would keep the disk, and DEL_DEV
-	 * would wait for it forever: look for one too. No disk (never
-	 * started, stopped): nothing to hold.
-	 */
-	snprintf(bdev, sizeof(bdev), "/dev/ublkb%lu", n);
-	excl = open(bdev, O_RDONLY | O_EXCL | O_CLOEXEC);
-	if (excl < 0 && errno != ENOENT && errno != ENXIO) {
-		fail(EXIT_FAILURE, "del %lu: %s: %s (mounted or open)", n, bdev,
-		     strerror(errno));
-		goto out_close;
-	}
-	if (excl >= 0 && !fstat(excl, &st) &&
-	    p2z_blk_bdev_is_open(st.st_rdev)) {
-		close(excl);
-		fail(EXIT_FAILURE, "del %lu: %s: %s (open by a process)", n,
-		     bdev, strerror(EBUSY));
-		goto out_close;
-	}
-	ret = p2z_blk_ctrl(&ring, fd, UBLK_U_CMD_STOP_DEV, (uint32_t)n, NULL, 0,
-			   0);
-	if (excl >= 0)
-		close(excl);
-	if (ret) {
-		fail(EXIT_FAILURE, "del %lu: STOP_DEV: %s", n, strerror(-ret));
-		goto out_close;
-	}
-	/* Waits until the server (if alive) let go of /dev/ublkcN. */
-	ret = p2z_blk_ctrl(&ring, fd, UBLK_U_CMD_DEL_DEV, (uint32_t)n, NULL, 0,
-			   0);
-	if (ret && ret != -ENODEV) {
-		fail(EXIT_FAILURE, "del %lu: DEL_DEV: %s", n, strerror(-ret));
-		goto out_close;
-	}
-	p2z_blk_record_remove((uint32_t)n);
-	code = EXIT_SUCCESS;
-out_close:
+	if (ret)
+		code = fail(EXIT_FAILURE, "del %lu: %s", n, strerror(-ret));
+	else
+		code = p2z_blk_del_owned(n, &info, force);
+	if (!code)
+		code = p2z_blk_del_stop(&ring, fd, n, force);
+	if (!code)
+		p2z_blk_record_remove((uint32_t)n);
 	p2z_blk_ctrl_close(fd, &ring);
 	return code;
 }
@@ -1312,11 +1585,12 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "backend", required_argument, NULL, 'b' },
+		{ "force", no_argument, NULL, 'F' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *cmd, *backend = NULL;
-	bool fg = false;
+	bool fg = false, force = false;
 	int c, nr;
 
 	if (argc < 2)
@@ -1337,6 +1611,9 @@ int main(int argc, char **argv)
 		case 'b':
 			backend = optarg;
 			break;
+		case 'F':
+			force = true;
+			break;
 		case 'h':
 			fputs(usage_text, stdout);
 			return EXIT_SUCCESS;
@@ -1354,6 +1631,8 @@ int main(int argc, char **argv)
 	    strcmp(backend, "emu"))
 		return fail(EXIT_USAGE,
 			    "unknown backend '%s' (nvme, zbd or emu)", backend);
+	if (force && strcmp(cmd, "del"))
+		return fail(EXIT_USAGE, "--force is an option of del only");
 	argv += 1 + optind;
 	nr = argc - 1 - optind;
 	if (!strcmp(cmd, "add") && nr == 1)
@@ -1361,8 +1640,9 @@ int main(int argc, char **argv)
 	if (!strcmp(cmd, "list") && nr == 0)
 		return p2z_blk_cmd_list();
 	if (!strcmp(cmd, "del") && nr == 1)
-		return p2z_blk_cmd_del(argv[0]);
+		return p2z_blk_cmd_del(argv[0], force);
 	return fail(EXIT_USAGE,
-		    "usage: " PROG " add [-f] DEVICE | list | del N (see " PROG
+		    "usage: " PROG
+		    " add [-f] DEVICE | list | del [--force] N (see " PROG
 		    " --help)");
 }

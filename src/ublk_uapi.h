@@ -43,6 +43,13 @@
 #define UBLK_U_CMD_SET_PARAMS \
 	_IOWR('u', UBLK_CMD_SET_PARAMS, struct ublksrv_ctrl_cmd)
 #endif
+/*
+ * DEL_DEV without waiting for the device's last user (6.9): a del --force
+ * of a device still mounted or open.
+ */
+#ifndef UBLK_U_CMD_DEL_DEV_ASYNC
+#define UBLK_U_CMD_DEL_DEV_ASYNC _IOR('u', 0x14, struct ublksrv_ctrl_cmd)
+#endif
 #ifndef UBLK_U_IO_FETCH_REQ
 #define UBLK_U_IO_FETCH_REQ _IOWR('u', UBLK_IO_FETCH_REQ, struct ublksrv_io_cmd)
 #define UBLK_U_IO_COMMIT_AND_FETCH_REQ \
@@ -147,6 +154,10 @@ _Static_assert(UBLK_U_CMD_DEL_DEV == 0xc0207505, "DEL_DEV");
 _Static_assert(UBLK_U_CMD_START_DEV == 0xc0207506, "START_DEV");
 _Static_assert(UBLK_U_CMD_STOP_DEV == 0xc0207507, "STOP_DEV");
 _Static_assert(UBLK_U_CMD_SET_PARAMS == 0xc0207508, "SET_PARAMS");
+_Static_assert(UBLK_U_CMD_DEL_DEV_ASYNC == 0x80207514, "DEL_DEV_ASYNC");
+_Static_assert(UBLK_IO_F_FUA == (1U << 13), "UBLK_IO_F_FUA");
+_Static_assert(UBLK_ATTR_VOLATILE_CACHE == 4 && UBLK_ATTR_FUA == 8,
+	       "UBLK_ATTR_VOLATILE_CACHE, UBLK_ATTR_FUA");
 _Static_assert(UBLK_U_IO_FETCH_REQ == 0xc0107520, "FETCH_REQ");
 _Static_assert(UBLK_U_IO_COMMIT_AND_FETCH_REQ == 0xc0107521,
 	       "COMMIT_AND_FETCH_REQ");

@@ -2,7 +2,9 @@
 /*
  * The ublk server's pure decisions (po2zfs-blk, src/blk_cli.c): which zone
  * and native range a request of the po2 block device touches, how a zone is
- * reported to the kernel, which errno the zoned block layer gets. No I/O,
+ * reported to the kernel, which errno the zoned block layer gets, where a
+ * zone's cached write pointer moves, whose a ublk device is, whether a
+ * stop signal is refused. No I/O,
  * no allocation, no locks; the po2 arithmetic itself stays in geom.
  *
  * Sectors are the block layer's 512-byte units, in the po2 view.
@@ -11,12 +13,34 @@
 #define PO2ZFS_BLK_H
 
 #include <linux/blkzoned.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "po2zfs/dev.h"
 #include "po2zfs/geom.h"
 
 #define P2Z_BLK_SECTOR_SHIFT 9
+
+/*
+ * po2zfs-blk's mark in a ublk device's ublksrv_flags (kept by the kernel
+ * from ADD_DEV, returned by GET_DEV_INFO, used by no driver): the upper
+ * 32 bits, "P2ZB". Another ublk server's device does not carry it.
+ */
+#define P2Z_BLK_SRV_MAGIC 0x50325a4200000000ULL
+#define P2Z_BLK_SRV_MAGIC_MASK 0xffffffff00000000ULL
+
+/**
+ * enum p2z_blk_owner - whose a ublk device is, by its record
+ * @P2Z_BLK_OWNER_OURS: po2zfs-blk made it and its record is this device's
+ * @P2Z_BLK_OWNER_NONE: no record of po2zfs-blk's for its number
+ * @P2Z_BLK_OWNER_STALE: a record that is not this device's (left over from
+ *			 an earlier device of that number)
+ */
+enum p2z_blk_owner {
+	P2Z_BLK_OWNER_OURS,
+	P2Z_BLK_OWNER_NONE,
+	P2Z_BLK_OWNER_STALE,
+};
 
 /**
  * struct p2z_blk_target - where a write lands on the device
@@ -164,5 +188,70 @@ uint32_t p2z_blk_zone_limit(uint32_t limit, uint64_t nr_zones);
  * Return: -ETOOMANYREFS, -EOVERFLOW or -EIO.
  */
 int p2z_blk_errno(int err);
+
+/**
+ * p2z_blk_wp_advance() - a zone's cached write pointer after a completion
+ * @cur: the cached write pointer, LBAs from the zone start
+ * @end: where the completed write or append ends, LBAs from the zone start
+ *
+ * Writes and appends of one zone complete in any order (an append on one
+ * queue, a write on another): the pointer only moves forward, else a
+ * write finishing after an append that landed behind it would pull it back
+ * over acknowledged data, which would then read as zeros.
+ *
+ * Return: max(@cur, @end).
+ */
+uint64_t p2z_blk_wp_advance(uint64_t cur, uint64_t end);
+
+/**
+ * p2z_blk_io_flags() - device write flags of a ublk request
+ * @op_flags: the request descriptor's op_flags
+ *
+ * Return: P2Z_IO_FUA for a request carrying UBLK_IO_F_FUA, else 0.
+ */
+unsigned int p2z_blk_io_flags(uint32_t op_flags);
+
+/**
+ * p2z_blk_cache_attrs() - the cache attributes the ublk device announces
+ * @volatile_cache: the backing device has a volatile write cache
+ *
+ * Only a device with a volatile cache gets flushes and FUA writes from the
+ * block layer (UBLK_ATTR_VOLATILE_CACHE, UBLK_ATTR_FUA); one without
+ * has its writes durable when they complete.
+ *
+ * Return: UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA, or 0.
+ */
+uint32_t p2z_blk_cache_attrs(bool volatile_cache);
+
+/**
+ * p2z_blk_owner_of() - whether a ublk device is the one a record describes
+ * @have_record: /run/po2zfs-blk/N exists
+ * @rec_pid: the server pid the record holds (0 if none)
+ * @kern_pid: the kernel's ublksrv_pid of the device (GET_DEV_INFO): the
+ *	      server that started it, -1 once the device stopped (the server
+ *	      died or was deleted), 0 before it started
+ * @srv_flags: the device's ublksrv_flags
+ *
+ * The record is the device's when the device carries P2Z_BLK_SRV_MAGIC and
+ * the kernel's server is the record's; a device whose server the kernel
+ * forgot (@kern_pid <= 0) is matched by the mark alone.
+ *
+ * Return: the owner.
+ */
+enum p2z_blk_owner p2z_blk_owner_of(bool have_record, int rec_pid, int kern_pid,
+				    uint64_t srv_flags);
+
+/**
+ * p2z_blk_stop_is_refused() - whether a stop signal is refused
+ * @busy: the block device is mounted, held (holders) or open
+ * @nr_refused: stop signals refused before
+ *
+ * A block device driver does not go away under a mounted filesystem: the
+ * first stop signal is refused while the device is in use, a second one
+ * forces the stop.
+ *
+ * Return: true to refuse (log and keep serving).
+ */
+bool p2z_blk_stop_is_refused(bool busy, unsigned int nr_refused);
 
 #endif /* PO2ZFS_BLK_H */

@@ -6,6 +6,7 @@
  */
 #include <check.h>
 #include <errno.h>
+#include <linux/ublk_cmd.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -289,6 +290,93 @@ START_TEST(test_errno_cases)
 }
 END_TEST
 
+/*
+ * One zone, two queues: a write of LBAs [0, 8) and an append that lands
+ * behind it, [8, 16), complete in either order; the cached pointer ends at
+ * 16 both ways (the write completing last used to store 8, and the
+ * acknowledged append read as zeros).
+ */
+START_TEST(test_wp_advance_interleaving)
+{
+	uint64_t wp;
+
+	wp = p2z_blk_wp_advance(0, 16); /* append first */
+	wp = p2z_blk_wp_advance(wp, 8); /* then the write */
+	ck_assert_uint_eq(wp, 16);
+	wp = p2z_blk_wp_advance(0, 8);
+	wp = p2z_blk_wp_advance(wp, 16);
+	ck_assert_uint_eq(wp, 16);
+	/* two appends, the one landing first completing last */
+	wp = p2z_blk_wp_advance(0, 24);
+	ck_assert_uint_eq(p2z_blk_wp_advance(wp, 16), 24);
+	ck_assert_uint_eq(p2z_blk_wp_advance(24, 24), 24);
+	ck_assert_uint_eq(p2z_blk_wp_advance(UINT64_MAX, 0), UINT64_MAX);
+}
+END_TEST
+
+START_TEST(test_io_flags_fua)
+{
+	ck_assert_uint_eq(p2z_blk_io_flags(UBLK_IO_OP_WRITE), 0);
+	ck_assert_uint_eq(p2z_blk_io_flags(UBLK_IO_OP_WRITE | UBLK_IO_F_FUA),
+			  P2Z_IO_FUA);
+	ck_assert_uint_eq(p2z_blk_io_flags(13 | UBLK_IO_F_FUA), P2Z_IO_FUA);
+	ck_assert_uint_eq(p2z_blk_io_flags(UBLK_IO_OP_WRITE |
+					   UBLK_IO_F_FAILFAST_DEV |
+					   UBLK_IO_F_META),
+			  0);
+}
+END_TEST
+
+START_TEST(test_cache_attrs)
+{
+	ck_assert_uint_eq(p2z_blk_cache_attrs(false), 0);
+	ck_assert_uint_eq(p2z_blk_cache_attrs(true),
+			  UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA);
+}
+END_TEST
+
+START_TEST(test_owner_cases)
+{
+	const uint64_t m = P2Z_BLK_SRV_MAGIC;
+
+	/* served by the record's server */
+	ck_assert_int_eq(p2z_blk_owner_of(true, 100, 100, m),
+			 P2Z_BLK_OWNER_OURS);
+	/* its server died or was deleted: the kernel says -1 */
+	ck_assert_int_eq(p2z_blk_owner_of(true, 100, -1, m),
+			 P2Z_BLK_OWNER_OURS);
+	ck_assert_int_eq(p2z_blk_owner_of(true, 100, 0, m | 0x3),
+			 P2Z_BLK_OWNER_OURS);
+	/* a record of an earlier server of this number */
+	ck_assert_int_eq(p2z_blk_owner_of(true, 100, 200, m),
+			 P2Z_BLK_OWNER_STALE);
+	ck_assert_int_eq(p2z_blk_owner_of(true, 0, 200, m),
+			 P2Z_BLK_OWNER_STALE);
+	/* another program's device beside a left-over record */
+	ck_assert_int_eq(p2z_blk_owner_of(true, 100, 100, 0),
+			 P2Z_BLK_OWNER_STALE);
+	ck_assert_int_eq(p2z_blk_owner_of(true, 100, -1, 0x2),
+			 P2Z_BLK_OWNER_STALE);
+	ck_assert_int_eq(p2z_blk_owner_of(true, 100, 100, m ^ (1ULL << 40)),
+			 P2Z_BLK_OWNER_STALE);
+	/* no record at all */
+	ck_assert_int_eq(p2z_blk_owner_of(false, 0, 100, m),
+			 P2Z_BLK_OWNER_NONE);
+	ck_assert_int_eq(p2z_blk_owner_of(false, 0, -1, 0), P2Z_BLK_OWNER_NONE);
+}
+END_TEST
+
+START_TEST(test_stop_refused_cases)
+{
+	ck_assert(!p2z_blk_stop_is_refused(false, 0));
+	ck_assert(p2z_blk_stop_is_refused(true, 0));
+	/* the second signal forces it */
+	ck_assert(!p2z_blk_stop_is_refused(true, 1));
+	ck_assert(!p2z_blk_stop_is_refused(true, 5));
+	ck_assert(!p2z_blk_stop_is_refused(false, 1));
+}
+END_TEST
+
 static Suite *blk_suite(void)
 {
 	Suite *s = suite_create("blk");
@@ -324,6 +412,19 @@ static Suite *blk_suite(void)
 	tc = tcase_create("errno");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_errno_cases);
+	tc = tcase_create("wp_advance");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_wp_advance_interleaving);
+	tc = tcase_create("io_flags");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_io_flags_fua);
+	tcase_add_test(tc, test_cache_attrs);
+	tc = tcase_create("owner");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_owner_cases);
+	tc = tcase_create("stop_refused");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_stop_refused_cases);
 	return s;
 }
 

@@ -20,7 +20,10 @@
 # sequential throughput figure against raw passthrough (informational).
 # Then po2zfs-blk's own behaviour: bad input, a second add of the same
 # namespace, a delete while mounted, a restart finding its data, a server
-# killed after an acknowledged write, SIGTERM; last, the kernel log.
+# killed after an acknowledged write, SIGTERM (SIGHUP ignored, one flush at
+# stop), SIGTERM refused under a mounted filesystem and forced by a second
+# one, del refusing a device whose record does not match and --force,
+# del --force of a mounted device; last, the kernel log.
 # Each check prints one "P2Z <config>/<check>: PASS|FAIL|SKIP|REFUSED|INFO
 # <detail>" line. REFUSED is the one refusal a check expects
 # (EXPECT_REFUSE: mkfs.f2fs' defaults on so small a volume); any other
@@ -443,7 +446,8 @@ check_bad_input() { # conventional ng
 
 	for c in "add => 2" "del => 2" "bogus => 2" "add -x $1 => 2" "add --backend bogus $1 => 2" \
 		"add /dev/nonexistent => 1" "add $1 => 1" "add /dev/null => 1" \
-		"del 5 => 1" "del x => 2"; do
+		"del 5 => 1" "del x => 2" "del --force x => 2" "del --force 5 => 1" \
+		"add --force $1 => 2" "list --force => 2"; do
 		cmd=${c% => *}
 		want=${c##* => }
 		# shellcheck disable=SC2086 # CMD
@@ -582,29 +586,210 @@ run_ublk() {
 	check_readd /dev/ublkb0
 	check_kill /dev/ublkb0 "$ng" "$pid"
 	check_sigterm "$ng"
+	check_sigterm_mounted "$ng"
+	check_del_force "$ng"
+	check_del_force_mounted "$ng"
 	check_bench_raw ublk "$ng" $((96 * M))
 }
 
-# SIGTERM stops the server, which deletes its device and exits 0.
-check_sigterm() { # ng
-	local pid r why=''
+# The server's one flush at stop, as it logs it: exactly one line, with
+# the device's flush count ($3: the stop's flush and nothing else). Empty
+# if so, else what differs.
+flush_why() { # log ng flushes
+	local n want
 
-	po2zfs-blk add -f "$1" >/tmp/addt.out 2>&1 </dev/null &
-	pid=$!
-	if ! wait_node /dev/ublkb0 1; then
+	want="po2zfs-blk: /dev/ublkb0: $2 flushed at stop ($3 flushes, 0 FUA writes in all)"
+	n=$(grep -c 'flushed at stop' "$1")
+	if [ "$n" != 1 ]; then
+		echo "flush-lines($n)"
+	elif ! grep -qxF "$want" "$1"; then
+		echo "flush-line($(grep 'flushed at stop' "$1"))"
+	fi
+}
+
+# poll for the line $2 in file $1, up to 10 s; 0 if it came
+wait_line() { # file line
+	local i
+
+	for i in $(seq 200); do
+		grep -qxF "$2" "$1" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# add -f $1 in the background, its output in $2; sets PID; 0 if the
+# device came
+PID=
+add_fg() { # ng out
+	po2zfs-blk add -f "$1" >"$2" 2>&1 </dev/null &
+	PID=$!
+	wait_node /dev/ublkb0 1 && return 0
+	kill "$PID"
+	wait "$PID"
+	return 1
+}
+
+# SIGHUP (a dropped ssh session) is ignored; SIGTERM stops the server,
+# which flushes the device once (nothing else flushed it: O_DIRECT
+# writes, no fsync), deletes its device and exits 0.
+check_sigterm() { # ng
+	local r why='' ht
+
+	if ! add_fg "$1" /tmp/addt.out; then
 		res ublk/sigterm FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addt.out)"
-		kill "$pid"
 		return
 	fi
-	kill -TERM "$pid"
-	wait "$pid"
+	head -c $M /dev/urandom >/tmp/st1
+	blkzone reset -o $((6 * Z / 512)) -c 1 /dev/ublkb0 || why="$why reset"
+	dd if=/tmp/st1 of=/dev/ublkb0 bs=1M seek=$((6 * Z / M)) oflag=direct \
+		conv=notrunc status=none || why="$why dd"
+	# an ignored signal is discarded when it is sent: nothing to wait for
+	kill -HUP "$PID" || why="$why kill-hup"
+	kill -0 "$PID" 2>/dev/null && [ -b /dev/ublkb0 ] || why="$why sighup-stopped"
+	ht=$(grep -c . /tmp/addt.out)
+	kill -TERM "$PID"
+	wait "$PID"
 	r=$?
-	[ $r = 0 ] || why="exit $r"
+	[ $r = 0 ] || why="$why exit($r)"
 	wait_node /dev/ublkb0 0 || why="$why ublkb0-left"
 	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
 	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
-	res_why ublk/sigterm "$why${why:+: $(tr '\n' '|' </tmp/addt.out)}" \
-		"server exit 0, device deleted"
+	why="$why $(flush_why /tmp/addt.out "$1" 1)"
+	why=${why% }
+	res_why ublk/sigterm "${why# }${why:+: $(tr '\n' '|' </tmp/addt.out)}" \
+		"SIGHUP ignored ($ht log line before SIGTERM), server exit 0, device deleted, one flush at stop"
+}
+
+# A stop signal under a mounted zonefs: the first is refused (logged, the
+# device and its data stay), a second forces the stop; the acknowledged
+# bytes are on the device, flushed once, and the server exits 0 once the
+# filesystem is unmounted.
+check_sigterm_mounted() { # ng
+	local ng=$1 m=/mnt/zonefs r why='' refusal n
+
+	refusal="po2zfs-blk: Terminated: /dev/ublkb0 is mounted, held or open: not stopping (a second signal, or del --force 0, stops it)"
+	if ! add_fg "$ng" /tmp/addm.out; then
+		res ublk/sigterm-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addm.out)"
+		return
+	fi
+	blkzone reset /dev/ublkb0
+	if ! dd if=$SB of=/dev/ublkb0 bs=4096 count=1 oflag=direct status=none ||
+		! mount -t zonefs /dev/ublkb0 $m; then
+		res ublk/sigterm-mounted FAIL "mount: $(klog zonefs)"
+		kill -TERM "$PID"
+		wait "$PID"
+		return
+	fi
+	head -c $((2 * M)) /dev/urandom >/tmp/sm
+	dd if=/tmp/sm of=$m/seq/4 bs=1M oflag=direct,append conv=notrunc \
+		status=none || why="$why dd"
+	kill -HUP "$PID"
+	kill -TERM "$PID"
+	wait_line /tmp/addm.out "$refusal" || why="$why no-refusal"
+	kill -0 "$PID" 2>/dev/null || why="$why server-gone"
+	[ -b /dev/ublkb0 ] || why="$why device-gone"
+	echo 3 >/proc/sys/vm/drop_caches
+	cmp -s $m/seq/4 /tmp/sm || why="$why data"
+	kill -TERM "$PID"
+	wait_node /dev/ublkb0 0 || why="$why not-forced"
+	timeout 60 umount $m || why="$why umount"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why exit($r)"
+	p2z_vm_raw read "$ng" $((5 * 96 * M / 4096)) $((2 * M)) >/tmp/smraw &&
+		cmp -s /tmp/smraw /tmp/sm || why="$why raw-bytes"
+	n=$(grep -cF "$refusal" /tmp/addm.out)
+	[ "$n" = 1 ] || why="$why refusals($n)"
+	n=$(grep -c 'flushed at stop' /tmp/addm.out)
+	[ "$n" = 1 ] || why="$why flush-lines($n)"
+	res_why ublk/sigterm-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addm.out)}" \
+		"first SIGTERM refused under zonefs, second forced, 2 MiB in native zone 5, one flush at stop"
+}
+
+# del refuses a device whose record is not its own (a record naming
+# another server, then none), and list says so; --force deletes it.
+check_del_force() { # ng
+	local rec=/run/po2zfs-blk/0 out r why='' l
+
+	if ! add_fg "$1" /tmp/addd.out; then
+		res ublk/del-force FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addd.out)"
+		return
+	fi
+	l=$(po2zfs-blk list)
+	[ "$l" = "$(printf '/dev/ublkb0\t%s\talive\t%s\tpo2zfs-blk' "$(realpath "$1")" "$PID")" ] ||
+		why="$why list($l)"
+	[ "$(stat -c %a /run/po2zfs-blk)" = 700 ] || why="$why run-dir-mode($(stat -c %a /run/po2zfs-blk))"
+	printf '/dev/elsewhere\n1\n' >$rec
+	l=$(po2zfs-blk list)
+	[ "$l" = "$(printf '/dev/ublkb0\t-\talive\t%s\tstale-record' "$PID")" ] ||
+		why="$why list-stale($l)"
+	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 1 ] && [ "$out" = "po2zfs-blk: del 0: /dev/ublkb0: not made by po2zfs-blk (its record names server 1, the kernel $PID): Operation not permitted; --force deletes it" ] ||
+		why="$why del-stale($r: $out)"
+	rm -f $rec
+	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 1 ] && [ "$out" = "po2zfs-blk: del 0: /dev/ublkb0: not made by po2zfs-blk (no record in /run/po2zfs-blk): Operation not permitted; --force deletes it" ] ||
+		why="$why del-norecord($r: $out)"
+	l=$(po2zfs-blk list)
+	[ "$l" = "$(printf '/dev/ublkb0\t-\talive\t%s\tother' "$PID")" ] ||
+		why="$why list-other($l)"
+	[ -b /dev/ublkb0 ] && kill -0 "$PID" 2>/dev/null || why="$why refused-but-gone"
+	out=$(timeout 30 po2zfs-blk del --force 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 0 ] && [ -z "$out" ] || why="$why del-force($r: $out)"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	wait_node /dev/ublkb0 0 || why="$why ublkb0-left"
+	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	why="$why $(flush_why /tmp/addd.out "$1" 1)"
+	why=${why% }
+	res_why ublk/del-force "${why# }${why:+: $(tr '\n' '|' </tmp/addd.out)}" \
+		"del refused (exit 1, EPERM): a record of another server, no record; list marks both; del --force: exit 0, one flush at stop"
+}
+
+# del --force under a mounted zonefs: it stops the device at once and
+# returns (the kernel deletes it when zonefs lets go); the acknowledged
+# bytes are on the device, flushed once, and the server exits 0 once the
+# filesystem is unmounted.
+check_del_force_mounted() { # ng
+	local ng=$1 m=/mnt/zonefs out r why=''
+
+	if ! add_fg "$ng" /tmp/addfm.out; then
+		res ublk/del-force-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addfm.out)"
+		return
+	fi
+	blkzone reset /dev/ublkb0
+	if ! dd if=$SB of=/dev/ublkb0 bs=4096 count=1 oflag=direct status=none ||
+		! mount -t zonefs /dev/ublkb0 $m; then
+		res ublk/del-force-mounted FAIL "mount: $(klog zonefs)"
+		kill -TERM "$PID"
+		wait "$PID"
+		return
+	fi
+	head -c $((2 * M)) /dev/urandom >/tmp/fm
+	dd if=/tmp/fm of=$m/seq/7 bs=1M oflag=direct,append conv=notrunc \
+		status=none || why="$why dd"
+	out=$(timeout 30 po2zfs-blk del --force 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 0 ] && [ -z "$out" ] || why="$why del-force($r: $out)"
+	wait_node /dev/ublkb0 0 || why="$why ublkb0-left"
+	timeout 60 umount $m || why="$why umount"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	p2z_vm_raw read "$ng" $((8 * 96 * M / 4096)) $((2 * M)) >/tmp/fmraw &&
+		cmp -s /tmp/fmraw /tmp/fm || why="$why raw-bytes"
+	r=$(grep -c 'flushed at stop' /tmp/addfm.out)
+	[ "$r" = 1 ] || why="$why flush-lines($r)"
+	res_why ublk/del-force-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addfm.out)}" \
+		"del --force of a mounted device: exit 0 at once, server exit 0 after umount, 2 MiB in native zone 8, one flush at stop"
 }
 
 run_ublk
