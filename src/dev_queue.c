@@ -271,7 +271,9 @@ static void p2z_q_kick(struct p2z_dev_queue *q)
 		io->st.pieces++;
 		ret = q->aops->submit(q->dev, q->bq, &p->io);
 		if (ret) {
-			p->io.ret = ret;
+			/* refused (-errno), or done already (1) */
+			if (ret < 0)
+				p->io.ret = ret;
 			p2z_q_piece_end_io(&p->io);
 		}
 	}

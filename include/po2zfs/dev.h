@@ -235,7 +235,9 @@ struct p2z_io {
  *		readable when completions wait; *@bqp gets it
  * @queue_exit: free it; nothing in flight
  * @submit: start @io; 0 (its io->end_io() runs from a later @reap, never
- *	    from here) or -errno (not started)
+ *	    from here), 1 (done already, synchronously: io->ret and io->lba
+ *	    set, no end_io call) or -errno (not started). A piece's @st is
+ *	    the backend's while it is in flight
  * @reap: complete what finished: set io->ret (bytes or -errno) and, for an
  *	  append, io->lba, then call io->end_io() (which may @submit again);
  *	  with @wait, block until at least one completed. Return the number

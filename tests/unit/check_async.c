@@ -38,6 +38,7 @@
  * @fail_at: piece number that completes with @fail_ret, or -1
  * @fail_ret: see @fail_at
  * @reject_at: piece number whose submission fails with -EAGAIN, or -1
+ * @sync_at: piece number the backend completes in its submit, or -1
  * @flush_ret: what a flush piece completes with
  * @next_lba: where the next append lands
  * @stray_at: append piece that lands 50 LBAs further, or -1
@@ -58,6 +59,7 @@ struct fake {
 	int fail_at;
 	ssize_t fail_ret;
 	int reject_at;
+	int sync_at;
 	int flush_ret;
 	uint64_t next_lba;
 	int stray_at;
@@ -159,6 +161,8 @@ static void fake_queue_exit(struct p2z_dev *dev, void *bq)
 	fk.nr_exit++;
 }
 
+static void fake_complete(struct p2z_io *io);
+
 static int fake_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 {
 	unsigned int n = fk.nr++;
@@ -176,6 +180,10 @@ static int fake_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 		return -EAGAIN;
 	/* n rides in io->st's spare field: the piece's state is ours */
 	io->st.pieces = n;
+	if ((int)n == fk.sync_at) {
+		fake_complete(io);
+		return 1;
+	}
 	fk.fly[fk.nr_fly++] = io;
 	if (fk.nr_fly > fk.max_fly)
 		fk.max_fly = fk.nr_fly;
@@ -244,6 +252,7 @@ static struct p2z_dev *fake_dev(const struct p2z_dev_ops *ops)
 	memset(&fk, 0, sizeof(fk));
 	fk.fail_at = -1;
 	fk.reject_at = -1;
+	fk.sync_at = -1;
 	fk.stray_at = -1;
 	fk.next_lba = 1000;
 	fk.dev.ops = ops;
@@ -578,6 +587,45 @@ START_TEST(test_backend_refuses_piece)
 }
 END_TEST
 
+/*
+ * Pieces the backend completes in its submit (zbd's appends): a split
+ * append goes on, lands contiguously, and completes from the reap only.
+ */
+START_TEST(test_backend_completes_in_submit)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls;
+
+	fk.sync_at = 0;
+	mkio(&io, P2Z_IO_APPEND, rbuf, 8 * LBA, 3, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(fk.nr, 2);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, 8 * LBA);
+	ck_assert_uint_eq(io.lba, 1000);
+	ck_assert_uint_eq(fk.nr, 3);
+
+	/* all of it in the submit: the eventfd says so */
+	fk.sync_at = 3;
+	mkio(&io, P2Z_IO_READ, rbuf, 2 * LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(calls, 0);
+	{
+		struct pollfd pfd = { .fd = p2z_dev_queue_fd(q),
+				      .events = POLLIN };
+
+		ck_assert_int_eq(poll(&pfd, 1, 0), 1);
+	}
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 1);
+	ck_assert_int_eq(io.ret, 2 * LBA);
+	check_pattern(rbuf, 2 * LBA, 0);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
 /* Bad requests are refused at submission and never complete. */
 START_TEST(test_submit_checks)
 {
@@ -846,6 +894,7 @@ static Suite *async_suite(void)
 	tcase_add_test(tc, test_fua_flush_after_last_piece);
 	tcase_add_test(tc, test_error_in_middle_piece);
 	tcase_add_test(tc, test_backend_refuses_piece);
+	tcase_add_test(tc, test_backend_completes_in_submit);
 	tcase_add_test(tc, test_submit_checks);
 	tcase_add_test(tc, test_close_drains);
 	tcase_add_test(tc, test_end_io_submits);
