@@ -3,7 +3,8 @@
  * Device interface: one ops table per backend (nvme, zbd, emu), chosen from
  * the path or forced by name. Backends speak native units: LBAs, native
  * zone size. Every call returns 0 or a non-negative count, or -errno.
- * Every call is safe from many threads at once.
+ * Every call is safe from many threads at once, but for those of one
+ * asynchronous queue, which its owner thread makes (see p2z_dev_queue_open()).
  *
  * Zoned-device errors have one errno each (see p2z_dev_nvme_status_errno()):
  *   -EILSEQ        write not at the write pointer (ZNS Zone Invalid Write)
