@@ -15,6 +15,7 @@
 
 #include "po2zfs/dev.h"
 #include "po2zfs/log.h"
+#include "dev_priv.h"
 
 static const struct p2z_dev_ops *const p2z_backends[] = {
 #ifdef P2Z_HAVE_NVME
@@ -34,8 +35,13 @@ static const struct p2z_dev_ops *const p2z_backends[] = {
  */
 static bool p2z_dev_ops_are_valid(const struct p2z_dev_ops *ops)
 {
+	/* The asynchronous group is all there or not at all. */
+	int nr_async = !!ops->queue_init + !!ops->queue_exit + !!ops->submit +
+		       !!ops->reap;
+
 	return ops->name && ops->open && ops->close && ops->report_zones &&
-	       ops->zone_mgmt && ops->pread && ops->pwrite && ops->flush;
+	       ops->zone_mgmt && ops->pread && ops->pwrite && ops->flush &&
+	       (!nr_async || nr_async == 4);
 }
 
 static bool p2z_is_po2_u32(uint32_t v)
@@ -161,8 +167,8 @@ void p2z_dev_close(struct p2z_dev *dev)
 }
 
 /* Count one request of kind @op that started at @t0 and returned @ret. */
-static ssize_t p2z_dev_count(struct p2z_dev *dev, unsigned int op, uint64_t t0,
-			     ssize_t ret)
+ssize_t p2z_dev_count(struct p2z_dev *dev, unsigned int op, uint64_t t0,
+		      ssize_t ret)
 {
 	bool sized = op == P2Z_DEV_STAT_READ || op == P2Z_DEV_STAT_WRITE ||
 		     op == P2Z_DEV_STAT_APPEND || op == P2Z_DEV_STAT_FUA;
@@ -307,8 +313,8 @@ ssize_t p2z_dev_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
  * the request's data is not where its one landing LBA says. The zone layer
  * re-reads the zone on the error.
  */
-static ssize_t p2z_dev_append_strayed(struct p2z_dev *dev, uint64_t zidx,
-				      uint64_t expect_lba, uint64_t got_lba)
+ssize_t p2z_dev_append_strayed(struct p2z_dev *dev, uint64_t zidx,
+			       uint64_t expect_lba, uint64_t got_lba)
 {
 	p2z_log(LOG_ERR,
 		"%s: zone %llu: a piece of a split append landed at LBA %llu, "

@@ -423,6 +423,160 @@ static int p2z_nvme_flush(struct p2z_dev *dev)
 	return p2z_nvme_exec(P2Z_NVME(dev), &c, NULL);
 }
 
+/* ---- asynchronous ---- */
+
+/**
+ * struct p2z_nvme_queue - a queue's SQE128|CQE32 ring on the namespace
+ * @ring: its own ring, signalling the queue's eventfd
+ */
+struct p2z_nvme_queue {
+	struct io_uring ring;
+};
+
+static int p2z_nvme_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
+			       void **bqp)
+{
+	struct p2z_nvme_queue *nq = calloc(1, sizeof(*nq));
+	struct io_uring_params p;
+	int ret;
+
+	(void)dev;
+	if (!nq)
+		return -ENOMEM;
+	memset(&p, 0, sizeof(p));
+	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
+	ret = io_uring_queue_init_params(depth, &nq->ring, &p);
+	if (ret < 0) {
+		free(nq);
+		return ret;
+	}
+	ret = io_uring_register_eventfd(&nq->ring, efd);
+	if (ret < 0) {
+		io_uring_queue_exit(&nq->ring);
+		free(nq);
+		return ret;
+	}
+	*bqp = nq;
+	return 0;
+}
+
+static void p2z_nvme_queue_exit(struct p2z_dev *dev, void *bq)
+{
+	struct p2z_nvme_queue *nq = bq;
+
+	(void)dev;
+	io_uring_queue_exit(&nq->ring);
+	free(nq);
+}
+
+/* The command of one piece, or -errno for a piece the device never sees. */
+static int p2z_nvme_io_cmd(struct p2z_nvme *nv, const struct p2z_io *io,
+			   struct p2z_nvme_cmd *c)
+{
+	const struct p2z_dev_info *in = &nv->dev.info;
+	bool rdonly = nv->dev.flags & P2Z_DEV_RDONLY;
+	int ret = 0;
+
+	memset(c, 0, sizeof(*c));
+	switch (io->op) {
+	case P2Z_IO_READ:
+	case P2Z_IO_WRITE:
+		if (io->op == P2Z_IO_WRITE && rdonly)
+			return -EROFS;
+		ret = p2z_nvme_check_range(nv, io->len, io->ofs);
+		if (!ret && io->len > in->max_xfer_bytes)
+			ret = -EINVAL;
+		if (!ret)
+			p2z_nvme_rw_cmd(nv, c,
+					io->op == P2Z_IO_READ ? nvme_cmd_read :
+								nvme_cmd_write,
+					io->buf, io->len, io->ofs, io->flags);
+		return ret;
+	case P2Z_IO_APPEND:
+		if (rdonly)
+			return -EROFS;
+		if (io->zidx >= in->nr_zones || !io->len ||
+		    io->len % in->lba_bytes || io->len > in->max_append_bytes)
+			return -EINVAL;
+		c->opcode = nvme_zns_cmd_append;
+		c->slba = io->zidx * in->zone_lba;
+		c->cdw12 = p2z_nvme_cdw12(nv, io->len, io->flags);
+		c->buf = io->buf;
+		c->len = io->len;
+		return 0;
+	}
+	c->opcode = nvme_cmd_flush;
+	return 0;
+}
+
+/* Every piece is one passthrough command on the queue's ring. */
+static int p2z_nvme_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
+{
+	struct p2z_nvme *nv = P2Z_NVME(dev);
+	struct p2z_nvme_queue *nq = bq;
+	struct io_uring_sqe *sqe;
+	struct p2z_nvme_cmd c;
+	int ret;
+
+	if (io->op == P2Z_IO_FLUSH && (dev->flags & P2Z_DEV_RDONLY)) {
+		io->ret = 0;
+		return 1;
+	}
+	ret = p2z_nvme_io_cmd(nv, io, &c);
+	if (ret) {
+		io->ret = ret;
+		return 1;
+	}
+	sqe = io_uring_get_sqe(&nq->ring);
+	if (!sqe)
+		return -EBUSY;
+	p2z_nvme_prep(nv, sqe, &c);
+	io_uring_sqe_set_data(sqe, io);
+	return p2z_ring_submit_one(&nq->ring, sqe);
+}
+
+/* The result of a piece from its completion. */
+static void p2z_nvme_io_done(struct p2z_nvme *nv, struct p2z_io *io,
+			     const struct io_uring_cqe *cqe)
+{
+	uint32_t lba_bytes = nv->dev.info.lba_bytes;
+	int ret = p2z_nvme_res(cqe->res);
+
+	if (!ret && io->op == P2Z_IO_APPEND) {
+		ret = p2z_nvme_check_landing(nv, io->zidx, cqe->big_cqe[0],
+					     io->len / lba_bytes);
+		io->lba = cqe->big_cqe[0];
+	}
+	if (ret)
+		io->ret = ret;
+	else
+		io->ret = io->op == P2Z_IO_FLUSH ? 0 : (ssize_t)io->len;
+}
+
+static int p2z_nvme_reap(struct p2z_dev *dev, void *bq, bool wait)
+{
+	struct p2z_nvme_queue *nq = bq;
+	struct io_uring_cqe *cqe;
+	struct p2z_io *io;
+	int n = 0;
+
+	for (;;) {
+		while (!io_uring_peek_cqe(&nq->ring, &cqe)) {
+			io = io_uring_cqe_get_data(cqe);
+			if (io)
+				p2z_nvme_io_done(P2Z_NVME(dev), io, cqe);
+			io_uring_cqe_seen(&nq->ring, cqe);
+			if (!io)
+				continue;
+			io->end_io(io);
+			n++;
+		}
+		if (n || !wait)
+			return n;
+		p2z_ring_wait(&nq->ring, P2Z_NVME(dev)->ng);
+	}
+}
+
 static bool p2z_nvme_cond_is_known(uint8_t cond)
 {
 	switch (cond) {
@@ -860,4 +1014,8 @@ const struct p2z_dev_ops p2z_dev_nvme_ops = {
 	.pwrite = p2z_nvme_pwrite,
 	.append = p2z_nvme_append,
 	.flush = p2z_nvme_flush,
+	.queue_init = p2z_nvme_queue_init,
+	.queue_exit = p2z_nvme_queue_exit,
+	.submit = p2z_nvme_submit,
+	.reap = p2z_nvme_reap,
 };

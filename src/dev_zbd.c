@@ -499,6 +499,150 @@ static int p2z_zbd_flush(struct p2z_dev *dev)
 	return fdatasync(zbd->fd) ? -errno : 0;
 }
 
+/* ---- asynchronous ---- */
+
+/**
+ * struct p2z_zbd_queue - a queue's ring on the device
+ * @ring: its own ring, signalling the queue's eventfd
+ */
+struct p2z_zbd_queue {
+	struct io_uring ring;
+};
+
+static int p2z_zbd_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
+			      void **bqp)
+{
+	struct p2z_zbd_queue *zq = calloc(1, sizeof(*zq));
+	int ret;
+
+	(void)dev;
+	if (!zq)
+		return -ENOMEM;
+	ret = io_uring_queue_init(depth, &zq->ring, 0);
+	if (ret < 0) {
+		free(zq);
+		return ret;
+	}
+	ret = io_uring_register_eventfd(&zq->ring, efd);
+	if (ret < 0) {
+		io_uring_queue_exit(&zq->ring);
+		free(zq);
+		return ret;
+	}
+	*bqp = zq;
+	return 0;
+}
+
+static void p2z_zbd_queue_exit(struct p2z_dev *dev, void *bq)
+{
+	struct p2z_zbd_queue *zq = bq;
+
+	(void)dev;
+	io_uring_queue_exit(&zq->ring);
+	free(zq);
+}
+
+/* A piece done here, synchronously: 1 tells the queue it is done. */
+static int p2z_zbd_sync_piece(struct p2z_dev *dev, struct p2z_io *io)
+{
+	switch (io->op) {
+	case P2Z_IO_READ:
+		io->ret = p2z_zbd_pread(dev, io->buf, io->len, io->ofs);
+		break;
+	case P2Z_IO_WRITE:
+		io->ret = p2z_zbd_pwrite(dev, io->buf, io->len, io->ofs,
+					 io->flags);
+		break;
+	case P2Z_IO_APPEND:
+		io->ret = p2z_zbd_append(dev, io->zidx, io->buf, io->len,
+					 &io->lba, io->flags);
+		break;
+	default:
+		io->ret = p2z_zbd_flush(dev);
+	}
+	return 1;
+}
+
+/*
+ * Reads and writes from aligned buffers and flushes go on the ring; a
+ * write stops at the end of its zone (the queue issues the rest as the
+ * next piece). Appends (a write pointer of our own, under the zone lock),
+ * unaligned buffers (a bounce buffer), a read-only device and bad ranges
+ * go through the synchronous ops, here.
+ */
+static int p2z_zbd_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
+{
+	struct p2z_zbd *zbd = P2Z_ZBD(dev);
+	struct p2z_zbd_queue *zq = bq;
+	struct io_uring_sqe *sqe;
+	size_t n = io->len;
+
+	if (io->op == P2Z_IO_APPEND || (dev->flags & P2Z_DEV_RDONLY) ||
+	    (io->op != P2Z_IO_FLUSH &&
+	     ((uintptr_t)io->buf % dev->info.lba_bytes ||
+	      p2z_zbd_check_range(zbd, io->len, io->ofs))))
+		return p2z_zbd_sync_piece(dev, io);
+	if (io->op == P2Z_IO_WRITE &&
+	    n > zbd->zone_bytes - io->ofs % zbd->zone_bytes)
+		n = zbd->zone_bytes - io->ofs % zbd->zone_bytes;
+	sqe = io_uring_get_sqe(&zq->ring);
+	if (!sqe)
+		return -EBUSY;
+	if (io->op == P2Z_IO_READ)
+		io_uring_prep_read(sqe, zbd->fd, io->buf, n, io->ofs);
+	else if (io->op == P2Z_IO_WRITE)
+		io_uring_prep_write(sqe, zbd->fd, io->buf, n, io->ofs);
+	else
+		io_uring_prep_fsync(sqe, zbd->fd, IORING_FSYNC_DATASYNC);
+	if (io->op == P2Z_IO_WRITE && (io->flags & P2Z_IO_FUA))
+		sqe->rw_flags = RWF_DSYNC;
+	io_uring_sqe_set_data(sqe, io);
+	return p2z_ring_submit_one(&zq->ring, sqe);
+}
+
+/* A write on the ring completed: move the cached write pointer. */
+static void p2z_zbd_write_done(struct p2z_zbd *zbd, const struct p2z_io *io)
+{
+	uint32_t lba_bytes = zbd->dev.info.lba_bytes;
+	uint64_t zidx = io->ofs / zbd->zone_bytes;
+
+	pthread_mutex_lock(p2z_zbd_lock(zbd, zidx));
+	if (io->ret <= 0 || zbd->wp_lba[zidx] != io->ofs / lba_bytes)
+		zbd->wp_lba[zidx] = P2Z_ZBD_WP_UNKNOWN;
+	else
+		zbd->wp_lba[zidx] += (uint64_t)io->ret / lba_bytes;
+	pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
+}
+
+static int p2z_zbd_reap(struct p2z_dev *dev, void *bq, bool wait)
+{
+	struct p2z_zbd_queue *zq = bq;
+	struct io_uring_cqe *cqe;
+	struct p2z_io *io;
+	int n = 0;
+
+	for (;;) {
+		while (!io_uring_peek_cqe(&zq->ring, &cqe)) {
+			io = io_uring_cqe_get_data(cqe);
+			if (io)
+				io->ret = cqe->res;
+			io_uring_cqe_seen(&zq->ring, cqe);
+			if (!io)
+				continue;
+			/* Nothing moved: past the end of the device. */
+			if (!io->ret && io->op != P2Z_IO_FLUSH)
+				io->ret = -EIO;
+			if (io->op == P2Z_IO_WRITE)
+				p2z_zbd_write_done(P2Z_ZBD(dev), io);
+			io->end_io(io);
+			n++;
+		}
+		if (n || !wait)
+			return n;
+		p2z_ring_wait(&zq->ring, dev->path);
+	}
+}
+
 /* ---- probe/open/close ---- */
 
 static int p2z_zbd_sysfs_read(const char *name, const char *attr, char *buf,
@@ -748,4 +892,8 @@ const struct p2z_dev_ops p2z_dev_zbd_ops = {
 	.pwrite = p2z_zbd_pwrite,
 	.append = p2z_zbd_append,
 	.flush = p2z_zbd_flush,
+	.queue_init = p2z_zbd_queue_init,
+	.queue_exit = p2z_zbd_queue_exit,
+	.submit = p2z_zbd_submit,
+	.reap = p2z_zbd_reap,
 };

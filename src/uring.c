@@ -217,3 +217,38 @@ void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe)
 		nanosleep(&pause, NULL);
 	}
 }
+
+int p2z_ring_submit_one(struct io_uring *ring, struct io_uring_sqe *sqe)
+{
+	int ret;
+
+	do {
+		ret = io_uring_submit(ring);
+	} while (ret == -EINTR);
+	if (ret >= 1)
+		return 0;
+	io_uring_prep_nop(sqe);
+	io_uring_sqe_set_data(sqe, NULL);
+	return ret < 0 ? ret : -EIO;
+}
+
+void p2z_ring_wait(struct io_uring *ring, const char *name)
+{
+	const struct timespec pause = { .tv_nsec = 1000000 };
+	struct io_uring_cqe *cqe;
+	bool told = false;
+	int ret;
+
+	for (;;) {
+		ret = io_uring_wait_cqe(ring, &cqe);
+		if (!ret || ret == -EINTR)
+			return;
+		if (!told)
+			p2z_log(LOG_ERR,
+				"%s: io_uring wait: %s; polling for the "
+				"completion of a command in flight",
+				name, strerror(-ret));
+		told = true;
+		nanosleep(&pause, NULL);
+	}
+}

@@ -133,4 +133,32 @@ int p2z_ring_submit(struct p2z_ring *r);
  */
 void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe);
 
+/*
+ * For the rings of asynchronous queues (one per struct p2z_dev_queue, not
+ * in a registry): each SQE's user_data is its struct p2z_io, 0 for none.
+ */
+
+/**
+ * p2z_ring_submit_one() - submit the SQE just prepared
+ * @ring: ring
+ * @sqe: that SQE
+ *
+ * If it cannot be submitted, it is turned into a no-op with no user_data,
+ * so that whenever the kernel takes it later it touches no buffer and
+ * completes nothing.
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_ring_submit_one(struct io_uring *ring, struct io_uring_sqe *sqe);
+
+/**
+ * p2z_ring_wait() - wait until a completion is in the completion queue,
+ *		     and leave it there
+ * @ring: ring with a command in flight
+ * @name: device, for the message if the wait fails
+ *
+ * Never gives up, as p2z_ring_reap().
+ */
+void p2z_ring_wait(struct io_uring *ring, const char *name);
+
 #endif

@@ -3,7 +3,8 @@
  * Device interface: one ops table per backend (nvme, zbd, emu), chosen from
  * the path or forced by name. Backends speak native units: LBAs, native
  * zone size. Every call returns 0 or a non-negative count, or -errno.
- * Every call is safe from many threads at once.
+ * Every call is safe from many threads at once, but for those of one
+ * asynchronous queue, which its owner thread makes (see p2z_dev_queue_open()).
  *
  * Zoned-device errors have one errno each (see p2z_dev_nvme_status_errno()):
  *   -EILSEQ        write not at the write pointer (ZNS Zone Invalid Write)
@@ -148,6 +149,72 @@ struct p2z_dev_info {
 #define P2Z_IO_FUA (1U << 0)
 
 struct p2z_dev;
+struct p2z_dev_queue;
+
+/* struct p2z_io operations */
+enum p2z_io_op {
+	P2Z_IO_READ,
+	P2Z_IO_WRITE,
+	P2Z_IO_APPEND,
+	P2Z_IO_FLUSH,
+};
+
+struct p2z_io;
+
+/**
+ * struct p2z_io_state - the queue's bookkeeping of one io in flight; the
+ *			 caller never touches it
+ * @next: done list or pending list link
+ * @t0: start, for the statistics
+ * @issued: bytes handed to pieces so far
+ * @done: bytes completed
+ * @next_lba: where the next append piece must land
+ * @pieces: pieces in flight
+ * @err: first error, or 0
+ * @flushing: the flush after the last piece (no native FUA) is in flight
+ * @queued: on the pending list
+ */
+struct p2z_io_state {
+	struct p2z_io *next;
+	uint64_t t0;
+	size_t issued;
+	size_t done;
+	uint64_t next_lba;
+	unsigned int pieces;
+	int err;
+	bool flushing;
+	bool queued;
+};
+
+/**
+ * struct p2z_io - one asynchronous request (see p2z_dev_submit())
+ * @op: enum p2z_io_op
+ * @flags: P2Z_IO_FUA or 0 (writes and appends)
+ * @buf: data (8-byte aligned at least, as for p2z_dev_pwrite())
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: native byte offset (READ, WRITE)
+ * @zidx: zone index (APPEND)
+ * @ret: on completion: bytes done (== @len, or short only for a write or
+ *	 append whose later piece failed) or -errno; 0 for a flush
+ * @lba: on completion of an APPEND: the first LBA written
+ * @end_io: called once on completion, from p2z_dev_queue_reap() on the
+ *	    queue owner's thread; may submit again, and may free @io
+ * @private: the caller's
+ * @st: the queue's
+ */
+struct p2z_io {
+	unsigned int op;
+	unsigned int flags;
+	void *buf;
+	size_t len;
+	uint64_t ofs;
+	uint64_t zidx;
+	ssize_t ret;
+	uint64_t lba;
+	void (*end_io)(struct p2z_io *io);
+	void *private;
+	struct p2z_io_state st;
+};
 
 /**
  * struct p2z_dev_ops - one backend
@@ -173,6 +240,23 @@ struct p2z_dev;
  *	    returns bytes written. @len <= info.max_append_bytes; @flags
  *	    as for @pwrite
  * @flush: make completed writes durable
+ *
+ * The asynchronous group: all four set, or all NULL (then a queue runs the
+ * sync ops above on a small pool of worker threads of its own). They see
+ * single pieces only: @len within the limits above, > 0; READ, WRITE,
+ * APPEND or FLUSH; @flags as for @pwrite.
+ * @queue_init: set up the backend's part of a queue of @depth pieces in
+ *		flight at most (e.g. a ring), which makes @efd (an eventfd)
+ *		readable when completions wait; *@bqp gets it
+ * @queue_exit: free it; nothing in flight
+ * @submit: start @io; 0 (its io->end_io() runs from a later @reap, never
+ *	    from here), 1 (done already, synchronously: io->ret and io->lba
+ *	    set, no end_io call) or -errno (not started). A piece's @st is
+ *	    the backend's while it is in flight
+ * @reap: complete what finished: set io->ret (bytes or -errno) and, for an
+ *	  append, io->lba, then call io->end_io() (which may @submit again);
+ *	  with @wait, block until at least one completed. Return the number
+ *	  completed or -errno
  */
 struct p2z_dev_ops {
 	const char *name;
@@ -193,6 +277,11 @@ struct p2z_dev_ops {
 	ssize_t (*append)(struct p2z_dev *dev, uint64_t zidx, const void *buf,
 			  size_t len, uint64_t *lba, unsigned int flags);
 	int (*flush)(struct p2z_dev *dev);
+	int (*queue_init)(struct p2z_dev *dev, unsigned int depth, int efd,
+			  void **bqp);
+	void (*queue_exit)(struct p2z_dev *dev, void *bq);
+	int (*submit)(struct p2z_dev *dev, void *bq, struct p2z_io *io);
+	int (*reap)(struct p2z_dev *dev, void *bq, bool wait);
 };
 
 /**
@@ -316,6 +405,85 @@ ssize_t p2z_dev_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
  * Return: 0 or -errno.
  */
 int p2z_dev_flush(struct p2z_dev *dev);
+
+/*
+ * Asynchronous I/O (dev_queue.c). A queue belongs to one thread at a time,
+ * its owner: p2z_dev_submit(), p2z_dev_queue_reap() and
+ * p2z_dev_queue_close() are never called on one queue concurrently. Each
+ * thread opens its own; any number of queues may share one device, and
+ * the synchronous calls stay usable meanwhile.
+ */
+
+/**
+ * p2z_dev_queue_open() - open a submission queue on a device
+ * @dev: device, outlives the queue
+ * @depth: pieces in flight at most (1..4096); more ios wait in the queue
+ * @qp: result
+ *
+ * Return: 0, -EINVAL for a bad @depth, or -errno (no ring, no thread).
+ */
+int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
+		       struct p2z_dev_queue **qp);
+
+/**
+ * p2z_dev_queue_close() - drain and free a queue
+ * @q: queue, may be NULL
+ *
+ * Waits for every io in flight and runs its end_io (exactly once each).
+ */
+void p2z_dev_queue_close(struct p2z_dev_queue *q);
+
+/**
+ * p2z_dev_submit() - start an asynchronous read, write, append or flush
+ * @q: queue
+ * @io: request; @io->op, @io->buf, @io->len, @io->ofs or @io->zidx,
+ *	@io->flags and @io->end_io set by the caller, untouched until
+ *	end_io runs
+ *
+ * Split as the synchronous calls are: a read into pieces of at most
+ * info.max_xfer_bytes issued concurrently, completing once with the total;
+ * a write into such pieces issued one after the other; an append into
+ * pieces of at most the append limit, each issued when the previous one
+ * landed, each landing right after the previous (else -EIO, logged). With
+ * P2Z_IO_FUA every piece is written with FUA where the backend has it,
+ * else the device is flushed after the last piece. Counted in dev->stats
+ * as the synchronous calls are.
+ *
+ * Return: 0 (end_io will run exactly once, from p2z_dev_queue_reap(),
+ * never from here) or -errno: -EINVAL (bad op, alignment or zone index),
+ * -EOPNOTSUPP (no append); then end_io never runs.
+ */
+int p2z_dev_submit(struct p2z_dev_queue *q, struct p2z_io *io);
+
+/**
+ * p2z_dev_queue_reap() - run the end_io of completed ios
+ * @q: queue
+ * @min_wait: block until at least this many ios completed (fewer if fewer
+ *	      are in flight); 0 never blocks
+ *
+ * Return: number of end_io calls made, or -errno.
+ */
+int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait);
+
+/**
+ * p2z_dev_queue_fd() - an eventfd readable when completions wait
+ * @q: queue
+ *
+ * For an event loop (epoll, or io_uring_register_eventfd() of another
+ * ring): when it is readable, call p2z_dev_queue_reap(@q, 0), which also
+ * clears it. It may be readable with nothing to reap.
+ *
+ * Return: the file descriptor, owned by @q.
+ */
+int p2z_dev_queue_fd(struct p2z_dev_queue *q);
+
+/**
+ * p2z_dev_queue_inflight() - ios submitted whose end_io has not run yet
+ * @q: queue
+ *
+ * Return: that number.
+ */
+unsigned int p2z_dev_queue_inflight(struct p2z_dev_queue *q);
 
 /**
  * p2z_dev_nvme_status_errno() - map an NVMe status to a negative errno

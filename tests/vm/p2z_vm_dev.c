@@ -16,6 +16,9 @@
  * controller has one (VWC), a block device has what its queue's
  * write_cache says.
  *
+ * Also drives the asynchronous interface (p2z_dev_queue_*): writes, reads
+ * many in flight, a FUA append, exact bytes.
+ *
  * Uses zones 0..3 (they are reset), leaves zone 2 holding known data and
  * writes the same bytes to EXPECT_FILE, then prints
  *   P2Z-RAW slba=<first LBA of zone 2> bytes=<n>
@@ -24,6 +27,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -316,6 +320,143 @@ static void test_fua(struct vm_test *t)
 	buf_free(r);
 }
 
+/* end_io of test_async: counts completions */
+static void async_end_io(struct p2z_io *io)
+{
+	(*(unsigned int *)io->private)++;
+}
+
+/* Submit @io and wait for it alone; return its result. */
+static ssize_t async_one(struct p2z_dev_queue *q, struct p2z_io *io,
+			 unsigned int *calls)
+{
+	io->end_io = async_end_io;
+	io->private = calls;
+	if (p2z_dev_submit(q, io))
+		return -EBADE;
+	while (p2z_dev_queue_inflight(q))
+		p2z_dev_queue_reap(q, 1);
+	return io->ret;
+}
+
+/*
+ * The asynchronous interface on the real backend, zone 1: 4 writes of
+ * 128 KiB one after the other (the last with FUA), then 32 reads of
+ * 16 KiB all submitted at once on a queue of depth 16 and one read of the
+ * whole 512 KiB (split into pieces in flight together), exact bytes; then
+ * a FUA append from an unaligned buffer that lands at the write pointer.
+ */
+static void test_async(struct vm_test *t)
+{
+	const struct p2z_dev_info *in = &t->dev->info;
+	uint32_t lbs = in->lba_bytes;
+	size_t wlen = 512 * 1024, piece = 16 * 1024, alen = 9 * lbs, i;
+	uint64_t start = in->zone_lba, fuas, flushes;
+	uint8_t *w = aligned_alloc(4096, wlen), *r = aligned_alloc(4096, wlen);
+	uint8_t *a = buf_alloc(alen);
+	struct p2z_dev_queue *q = NULL;
+	struct pollfd pfd = { .events = POLLIN };
+	struct p2z_io io[32];
+	unsigned int calls = 0;
+	int ret, ok = 1;
+
+	ret = p2z_dev_queue_open(t->dev, 16, &q);
+	CHECK(t, !ret, "async queue of depth 16 (got %d)", ret);
+	if (ret || !w || !r)
+		goto out;
+	fill(w, wlen, 1, 5);
+	fill(a, alen, 1, 6);
+	check_mgmt(t, 1, P2Z_ZONE_OP_RESET, 0);
+	fuas = t->dev->stats[P2Z_DEV_STAT_FUA].nr;
+	flushes = t->dev->stats[P2Z_DEV_STAT_FLUSH].nr;
+	for (i = 0; i < 4; i++) {
+		io[0] = (struct p2z_io){ .op = P2Z_IO_WRITE,
+					 .buf = w + i * wlen / 4,
+					 .len = wlen / 4,
+					 .ofs = start * lbs + i * wlen / 4,
+					 .flags = i == 3 ? P2Z_IO_FUA : 0 };
+		if (async_one(q, &io[0], &calls) != (ssize_t)wlen / 4)
+			ok = 0;
+	}
+	CHECK(t, ok && calls == 4, "4 async writes of %zu bytes (calls %u)",
+	      wlen / 4, calls);
+	check_zone(t, 1, P2Z_ZONE_COND_IMP_OPEN, wlen / lbs);
+
+	memset(r, 0, wlen);
+	calls = 0;
+	for (i = 0; i < 32; i++) {
+		io[i] = (struct p2z_io){ .op = P2Z_IO_READ,
+					 .buf = r + i * piece,
+					 .len = piece,
+					 .ofs = start * lbs + i * piece,
+					 .end_io = async_end_io,
+					 .private = &calls };
+		if (p2z_dev_submit(q, &io[i]))
+			ok = 0;
+	}
+	pfd.fd = p2z_dev_queue_fd(q);
+	ret = poll(&pfd, 1, 10000);
+	CHECK(t, ret == 1, "queue's eventfd readable (got %d)", ret);
+	while (p2z_dev_queue_inflight(q))
+		p2z_dev_queue_reap(q, 1);
+	for (i = 0; i < 32; i++)
+		if (io[i].ret != (ssize_t)piece)
+			ok = 0;
+	CHECK(t, ok && calls == 32 && !memcmp(r, w, wlen),
+	      "32 async reads of %zu bytes at QD16, exact (calls %u)", piece,
+	      calls);
+	memset(r, 0, wlen);
+	io[0] = (struct p2z_io){
+		.op = P2Z_IO_READ, .buf = r, .len = wlen, .ofs = start * lbs
+	};
+	calls = 0;
+	CHECK(t,
+	      async_one(q, &io[0], &calls) == (ssize_t)wlen && calls == 1 &&
+		      !memcmp(r, w, wlen),
+	      "async read of %zu bytes, split, exact (got %zd)", wlen,
+	      io[0].ret);
+
+	io[0] = (struct p2z_io){ .op = P2Z_IO_APPEND,
+				 .buf = a,
+				 .len = alen,
+				 .zidx = 1,
+				 .flags = P2Z_IO_FUA };
+	calls = 0;
+	CHECK(t,
+	      async_one(q, &io[0], &calls) == (ssize_t)alen &&
+		      io[0].lba == start + wlen / lbs,
+	      "async FUA append of %zu bytes at LBA %" PRIu64
+	      " (got %zd at %" PRIu64 ")",
+	      alen, start + wlen / lbs, io[0].ret, io[0].lba);
+	CHECK(t,
+	      p2z_dev_pread(t->dev, r, alen, (start * lbs) + wlen) ==
+			      (ssize_t)alen &&
+		      !memcmp(r, a, alen),
+	      "async append read back exact");
+	CHECK(t,
+	      t->dev->stats[P2Z_DEV_STAT_FUA].nr == fuas + 2 &&
+		      t->dev->stats[P2Z_DEV_STAT_FLUSH].nr == flushes,
+	      "2 async FUA writes counted, no flush sent (fua +%" PRIu64
+	      ", flush +%" PRIu64 ")",
+	      t->dev->stats[P2Z_DEV_STAT_FUA].nr - fuas,
+	      t->dev->stats[P2Z_DEV_STAT_FLUSH].nr - flushes);
+	check_zone(t, 1, P2Z_ZONE_COND_IMP_OPEN, (wlen + alen) / lbs);
+	/* off the write pointer: the device's errno (EIO through the block
+	 * layer, as for the synchronous write) */
+	io[0] = (struct p2z_io){
+		.op = P2Z_IO_WRITE, .buf = w, .len = lbs, .ofs = start * lbs
+	};
+	CHECK(t, async_one(q, &io[0], &calls) == (t->nvme ? -EILSEQ : -EIO),
+	      "async write off the write pointer: %s (got %zd)",
+	      t->nvme ? "EILSEQ" : "EIO", io[0].ret);
+	check_mgmt(t, 1, P2Z_ZONE_OP_RESET, 0);
+out:
+	p2z_dev_queue_close(q);
+	free(w);
+	free(r);
+	buf_free(a);
+}
+
 /* Open and active limits: max_open 3, max_active 4 on every namespace. */
 static void test_open_limits(struct vm_test *t)
 {
@@ -475,6 +616,7 @@ int main(int argc, char **argv)
 	test_write_read(&t);
 	test_volatile_cache(&t, argv[1]);
 	test_fua(&t);
+	test_async(&t);
 	test_open_limits(&t);
 	test_threads(&t, expect);
 	fclose(expect);

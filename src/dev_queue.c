@@ -1,0 +1,601 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Asynchronous dispatcher: submission queues, splitting into pieces, and
+ * the worker pool that stands in for a backend without asynchronous ops.
+ *
+ * A queue has @depth pieces; a piece is a struct p2z_io the backend sees,
+ * within the device's limits. An io waits on the pending list until the
+ * queue has a free piece for it. A read hands out pieces until all of it
+ * is issued (they run concurrently); a write or an append hands out one
+ * piece, then goes back to the end of the pending list when the piece
+ * completed, so its pieces run in order, each after the previous one
+ * landed. Completed ios go to the done list, whose end_io calls
+ * p2z_dev_queue_reap() makes. Everything here but the pool's lists is the
+ * queue owner's: no locks.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "po2zfs/dev.h"
+#include "po2zfs/log.h"
+#include "dev_priv.h"
+
+#define P2Z_QUEUE_MAX_DEPTH 4096
+#define P2Z_POOL_MAX_WORKERS 8
+
+/**
+ * struct p2z_piece - one piece in flight on the backend
+ * @io: what the backend sees
+ * @req: the caller's io it is a piece of
+ * @q: its queue
+ * @next_free: free list link
+ * @t0: start, for the flush counted after a write without native FUA
+ */
+struct p2z_piece {
+	struct p2z_io io;
+	struct p2z_io *req;
+	struct p2z_dev_queue *q;
+	struct p2z_piece *next_free;
+	uint64_t t0;
+};
+
+/**
+ * struct p2z_dev_queue - a submission queue, owned by one thread
+ * @dev: device
+ * @aops: the backend's asynchronous ops, or the worker pool's
+ * @bq: their state
+ * @efd: eventfd, readable when completions wait
+ * @pieces: the @depth pieces
+ * @free: free pieces
+ * @pend: ios waiting for a piece (head, tail)
+ * @pend_tail: see @pend
+ * @done: completed ios whose end_io has not run (head, tail)
+ * @done_tail: see @done
+ * @inflight: ios submitted whose end_io has not run
+ * @in_reap: p2z_dev_queue_reap() runs: no need to signal @efd
+ */
+struct p2z_dev_queue {
+	struct p2z_dev *dev;
+	const struct p2z_dev_ops *aops;
+	void *bq;
+	int efd;
+	struct p2z_piece *pieces;
+	struct p2z_piece *free;
+	struct p2z_io *pend;
+	struct p2z_io *pend_tail;
+	struct p2z_io *done;
+	struct p2z_io *done_tail;
+	unsigned int inflight;
+	bool in_reap;
+};
+
+static void p2z_q_signal(struct p2z_dev_queue *q)
+{
+	eventfd_write(q->efd, 1);
+}
+
+static void p2z_q_pend_add(struct p2z_dev_queue *q, struct p2z_io *io)
+{
+	io->st.next = NULL;
+	io->st.queued = true;
+	if (q->pend_tail)
+		q->pend_tail->st.next = io;
+	else
+		q->pend = io;
+	q->pend_tail = io;
+}
+
+/* Off the pending list: the head, or a failed read anywhere on it. */
+static void p2z_q_pend_del(struct p2z_dev_queue *q, struct p2z_io *io)
+{
+	struct p2z_io **pp = &q->pend, *prev = NULL;
+
+	while (*pp && *pp != io) {
+		prev = *pp;
+		pp = &(*pp)->st.next;
+	}
+	if (!*pp)
+		return;
+	*pp = io->st.next;
+	if (q->pend_tail == io)
+		q->pend_tail = prev;
+	io->st.queued = false;
+}
+
+static void p2z_q_done_add(struct p2z_dev_queue *q, struct p2z_io *io)
+{
+	io->st.next = NULL;
+	if (q->done_tail)
+		q->done_tail->st.next = io;
+	else
+		q->done = io;
+	q->done_tail = io;
+	if (!q->in_reap)
+		p2z_q_signal(q);
+}
+
+static unsigned int p2z_q_stat_op(const struct p2z_io *io)
+{
+	switch (io->op) {
+	case P2Z_IO_READ:
+		return P2Z_DEV_STAT_READ;
+	case P2Z_IO_WRITE:
+		return P2Z_DEV_STAT_WRITE;
+	case P2Z_IO_APPEND:
+		return P2Z_DEV_STAT_APPEND;
+	}
+	return P2Z_DEV_STAT_FLUSH;
+}
+
+/*
+ * Nothing of @io in flight any more: count it, as the synchronous calls
+ * do, and complete it, or first flush the device for a FUA write on a
+ * backend without FUA (counted as a flush, and the FUA count then covers
+ * the time until the data was durable).
+ */
+static void p2z_q_finish(struct p2z_dev_queue *q, struct p2z_io *io)
+{
+	struct p2z_dev *dev = q->dev;
+	ssize_t ret = io->st.err ? io->st.err : (ssize_t)io->st.done;
+	bool fua = (io->flags & P2Z_IO_FUA) &&
+		   (io->op == P2Z_IO_WRITE || io->op == P2Z_IO_APPEND);
+
+	if (io->op == P2Z_IO_FLUSH)
+		ret = io->st.err;
+	if (!io->st.flushing)
+		p2z_dev_count(dev, p2z_q_stat_op(io), io->st.t0, ret);
+	if (fua && !io->st.flushing && ret > 0 && !dev->ops->fua) {
+		io->st.flushing = true;
+		p2z_q_pend_add(q, io);
+		return;
+	}
+	if (fua)
+		p2z_dev_count(dev, P2Z_DEV_STAT_FUA, io->st.t0, ret);
+	io->ret = ret;
+	p2z_q_done_add(q, io);
+}
+
+static void p2z_q_read_done(struct p2z_dev_queue *q, struct p2z_io *io,
+			    const struct p2z_io *pio)
+{
+	if (pio->ret >= 0 && (size_t)pio->ret == pio->len)
+		io->st.done += pio->len;
+	else if (!io->st.err)
+		io->st.err = pio->ret < 0 ? (int)pio->ret : -EIO;
+	if (io->st.err && io->st.queued)
+		p2z_q_pend_del(q, io);
+	if (!io->st.pieces && !io->st.queued)
+		p2z_q_finish(q, io);
+}
+
+/* A write or append piece: the next one goes, or the io completes. */
+static void p2z_q_serial_done(struct p2z_dev_queue *q, struct p2z_io *io,
+			      const struct p2z_io *pio)
+{
+	struct p2z_dev *dev = q->dev;
+
+	if (pio->ret <= 0) {
+		if (!io->st.done)
+			io->st.err = pio->ret < 0 ? (int)pio->ret : -EIO;
+		p2z_q_finish(q, io);
+		return;
+	}
+	if (io->op == P2Z_IO_APPEND) {
+		if (!io->st.done) {
+			io->lba = pio->lba;
+		} else if (pio->lba != io->st.next_lba) {
+			io->st.err = (int)p2z_dev_append_strayed(
+				dev, io->zidx, io->st.next_lba, pio->lba);
+			p2z_q_finish(q, io);
+			return;
+		}
+		io->st.next_lba =
+			pio->lba + (uint64_t)pio->ret / dev->info.lba_bytes;
+	}
+	io->st.done += (size_t)pio->ret;
+	io->st.issued = io->st.done;
+	if (io->st.done < io->len)
+		p2z_q_pend_add(q, io);
+	else
+		p2z_q_finish(q, io);
+}
+
+/* end_io of every piece, called by the backend's reap. */
+static void p2z_q_piece_end_io(struct p2z_io *pio)
+{
+	struct p2z_piece *p = container_of(pio, struct p2z_piece, io);
+	struct p2z_dev_queue *q = p->q;
+	struct p2z_io *io = p->req;
+
+	io->st.pieces--;
+	p->next_free = q->free;
+	q->free = p;
+	if (pio->op == P2Z_IO_FLUSH && io->op != P2Z_IO_FLUSH) {
+		/* the flush after a FUA write */
+		p2z_dev_count(q->dev, P2Z_DEV_STAT_FLUSH, p->t0, pio->ret);
+		if (pio->ret < 0)
+			io->st.err = (int)pio->ret;
+		p2z_q_finish(q, io);
+	} else if (io->op == P2Z_IO_READ) {
+		p2z_q_read_done(q, io, pio);
+	} else if (io->op == P2Z_IO_FLUSH) {
+		io->st.err = pio->ret < 0 ? (int)pio->ret : 0;
+		p2z_q_finish(q, io);
+	} else {
+		p2z_q_serial_done(q, io, pio);
+	}
+}
+
+/* The next piece of @io, the head of the pending list, into @p. */
+static void p2z_q_fill_piece(struct p2z_dev_queue *q, struct p2z_io *io,
+			     struct p2z_io *pio)
+{
+	const struct p2z_dev_info *in = &q->dev->info;
+	size_t max = in->max_xfer_bytes, n = io->len - io->st.issued;
+
+	if (io->op == P2Z_IO_APPEND && in->max_append_bytes < max)
+		max = in->max_append_bytes;
+	if (n > max)
+		n = max;
+	memset(pio, 0, sizeof(*pio));
+	pio->op = io->st.flushing ? P2Z_IO_FLUSH : io->op;
+	pio->flags = q->dev->ops->fua ? io->flags : io->flags & ~P2Z_IO_FUA;
+	if (pio->op != P2Z_IO_FLUSH) {
+		pio->buf = (char *)io->buf + io->st.issued;
+		pio->len = n;
+		pio->ofs = io->ofs + io->st.issued;
+		pio->zidx = io->zidx;
+		io->st.issued += n;
+	}
+	pio->end_io = p2z_q_piece_end_io;
+}
+
+/* Hand out free pieces to the pending ios, in order. */
+static void p2z_q_kick(struct p2z_dev_queue *q)
+{
+	while (q->free && q->pend) {
+		struct p2z_piece *p = q->free;
+		struct p2z_io *io = q->pend;
+		int ret;
+
+		q->free = p->next_free;
+		p->req = io;
+		p->t0 = p2z_stat_now();
+		p2z_q_fill_piece(q, io, &p->io);
+		if (io->op != P2Z_IO_READ || io->st.issued == io->len)
+			p2z_q_pend_del(q, io);
+		io->st.pieces++;
+		ret = q->aops->submit(q->dev, q->bq, &p->io);
+		if (ret) {
+			/* refused (-errno), or done already (1) */
+			if (ret < 0)
+				p->io.ret = ret;
+			p2z_q_piece_end_io(&p->io);
+		}
+	}
+}
+
+static int p2z_q_check(const struct p2z_dev *dev, const struct p2z_io *io)
+{
+	const struct p2z_dev_info *in = &dev->info;
+
+	switch (io->op) {
+	case P2Z_IO_READ:
+	case P2Z_IO_WRITE:
+		if (io->len % in->lba_bytes || io->ofs % in->lba_bytes)
+			return -EINVAL;
+		return 0;
+	case P2Z_IO_APPEND:
+		if (!dev->ops->append || !in->max_append_bytes)
+			return -EOPNOTSUPP;
+		if (io->zidx >= in->nr_zones || io->len % in->lba_bytes)
+			return -EINVAL;
+		return 0;
+	case P2Z_IO_FLUSH:
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int p2z_dev_submit(struct p2z_dev_queue *q, struct p2z_io *io)
+{
+	int ret;
+
+	if (!q || !io || !io->end_io)
+		return -EINVAL;
+	ret = p2z_q_check(q->dev, io);
+	if (ret)
+		return ret;
+	memset(&io->st, 0, sizeof(io->st));
+	io->st.t0 = p2z_stat_now();
+	io->ret = 0;
+	io->lba = 0;
+	q->inflight++;
+	/* Zero-length: checked, answered here, never seen by a backend. */
+	if (!io->len && io->op != P2Z_IO_FLUSH) {
+		p2z_q_finish(q, io);
+		return 0;
+	}
+	p2z_q_pend_add(q, io);
+	p2z_q_kick(q);
+	return 0;
+}
+
+/* Run the end_io of every completed io, including any that they submit. */
+static unsigned int p2z_q_run_done(struct p2z_dev_queue *q)
+{
+	unsigned int n = 0;
+
+	while (q->done) {
+		struct p2z_io *io = q->done;
+
+		q->done = io->st.next;
+		if (!q->done)
+			q->done_tail = NULL;
+		q->inflight--;
+		io->end_io(io);
+		n++;
+	}
+	return n;
+}
+
+int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait)
+{
+	eventfd_t cnt;
+	unsigned int n = 0;
+
+	if (!q || q->in_reap)
+		return -EINVAL;
+	/* Cleared first: a completion arriving later signals it again. */
+	eventfd_read(q->efd, &cnt);
+	q->in_reap = true;
+	for (;;) {
+		q->aops->reap(q->dev, q->bq, false);
+		p2z_q_kick(q);
+		n += p2z_q_run_done(q);
+		if (n >= min_wait || !q->inflight)
+			break;
+		/* Not done, nothing pending without a piece: one is out. */
+		q->aops->reap(q->dev, q->bq, true);
+		p2z_q_kick(q);
+	}
+	q->in_reap = false;
+	return (int)n;
+}
+
+int p2z_dev_queue_fd(struct p2z_dev_queue *q)
+{
+	return q->efd;
+}
+
+unsigned int p2z_dev_queue_inflight(struct p2z_dev_queue *q)
+{
+	return q->inflight;
+}
+
+/*
+ * The worker pool: the asynchronous ops of a backend without any (emu),
+ * running its synchronous ops on a few threads of the queue's own, so that
+ * the requests of one queue overlap on the device (emu with -o direct).
+ */
+
+/**
+ * struct p2z_pool - workers of one queue
+ * @dev: device
+ * @efd: the queue's eventfd
+ * @lock: guards @work, @done and @stop
+ * @work_cv: signalled when work arrives or @stop is set
+ * @done_cv: signalled when a piece completes
+ * @work: pieces to run (head, tail)
+ * @work_tail: see @work
+ * @done: completed pieces (a stack; order does not matter)
+ * @stop: workers exit
+ * @nr: number of workers
+ * @tids: their ids
+ */
+struct p2z_pool {
+	struct p2z_dev *dev;
+	int efd;
+	pthread_mutex_t lock;
+	pthread_cond_t work_cv;
+	pthread_cond_t done_cv;
+	struct p2z_io *work;
+	struct p2z_io *work_tail;
+	struct p2z_io *done;
+	bool stop;
+	unsigned int nr;
+	pthread_t tids[P2Z_POOL_MAX_WORKERS];
+};
+
+static ssize_t p2z_pool_run(struct p2z_dev *dev, struct p2z_io *io)
+{
+	const struct p2z_dev_ops *ops = dev->ops;
+
+	switch (io->op) {
+	case P2Z_IO_READ:
+		return ops->pread(dev, io->buf, io->len, io->ofs);
+	case P2Z_IO_WRITE:
+		return ops->pwrite(dev, io->buf, io->len, io->ofs, io->flags);
+	case P2Z_IO_APPEND:
+		return ops->append(dev, io->zidx, io->buf, io->len, &io->lba,
+				   io->flags);
+	case P2Z_IO_FLUSH:
+		return ops->flush(dev);
+	}
+	return -EINVAL;
+}
+
+static void *p2z_pool_worker(void *arg)
+{
+	struct p2z_pool *pl = arg;
+	struct p2z_io *io;
+
+	pthread_mutex_lock(&pl->lock);
+	for (;;) {
+		while (!pl->work && !pl->stop)
+			pthread_cond_wait(&pl->work_cv, &pl->lock);
+		if (!pl->work)
+			break;
+		io = pl->work;
+		pl->work = io->st.next;
+		if (!pl->work)
+			pl->work_tail = NULL;
+		pthread_mutex_unlock(&pl->lock);
+		io->ret = p2z_pool_run(pl->dev, io);
+		pthread_mutex_lock(&pl->lock);
+		io->st.next = pl->done;
+		pl->done = io;
+		pthread_cond_signal(&pl->done_cv);
+		eventfd_write(pl->efd, 1);
+	}
+	pthread_mutex_unlock(&pl->lock);
+	return NULL;
+}
+
+static void p2z_pool_stop(struct p2z_pool *pl)
+{
+	unsigned int i;
+
+	pthread_mutex_lock(&pl->lock);
+	pl->stop = true;
+	pthread_cond_broadcast(&pl->work_cv);
+	pthread_mutex_unlock(&pl->lock);
+	for (i = 0; i < pl->nr; i++)
+		pthread_join(pl->tids[i], NULL);
+	pthread_cond_destroy(&pl->done_cv);
+	pthread_cond_destroy(&pl->work_cv);
+	pthread_mutex_destroy(&pl->lock);
+	free(pl);
+}
+
+static int p2z_pool_init(struct p2z_dev *dev, unsigned int depth, int efd,
+			 void **bqp)
+{
+	struct p2z_pool *pl = calloc(1, sizeof(*pl));
+	unsigned int want = depth < P2Z_POOL_MAX_WORKERS ? depth :
+							   P2Z_POOL_MAX_WORKERS;
+	int ret;
+
+	if (!pl)
+		return -ENOMEM;
+	pl->dev = dev;
+	pl->efd = efd;
+	pthread_mutex_init(&pl->lock, NULL);
+	pthread_cond_init(&pl->work_cv, NULL);
+	pthread_cond_init(&pl->done_cv, NULL);
+	for (; pl->nr < want; pl->nr++) {
+		ret = pthread_create(&pl->tids[pl->nr], NULL, p2z_pool_worker,
+				     pl);
+		if (ret) {
+			p2z_pool_stop(pl);
+			return -ret;
+		}
+	}
+	*bqp = pl;
+	return 0;
+}
+
+static void p2z_pool_exit(struct p2z_dev *dev, void *bq)
+{
+	(void)dev;
+	p2z_pool_stop(bq);
+}
+
+static int p2z_pool_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
+{
+	struct p2z_pool *pl = bq;
+
+	(void)dev;
+	io->st.next = NULL;
+	pthread_mutex_lock(&pl->lock);
+	if (pl->work_tail)
+		pl->work_tail->st.next = io;
+	else
+		pl->work = io;
+	pl->work_tail = io;
+	pthread_cond_signal(&pl->work_cv);
+	pthread_mutex_unlock(&pl->lock);
+	return 0;
+}
+
+static int p2z_pool_reap(struct p2z_dev *dev, void *bq, bool wait)
+{
+	struct p2z_pool *pl = bq;
+	struct p2z_io *io, *next;
+	int n = 0;
+
+	(void)dev;
+	pthread_mutex_lock(&pl->lock);
+	while (wait && !pl->done)
+		pthread_cond_wait(&pl->done_cv, &pl->lock);
+	io = pl->done;
+	pl->done = NULL;
+	pthread_mutex_unlock(&pl->lock);
+	for (; io; io = next, n++) {
+		next = io->st.next;
+		io->end_io(io);
+	}
+	return n;
+}
+
+static const struct p2z_dev_ops p2z_pool_ops = {
+	.name = "pool",
+	.queue_init = p2z_pool_init,
+	.queue_exit = p2z_pool_exit,
+	.submit = p2z_pool_submit,
+	.reap = p2z_pool_reap,
+};
+
+int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
+		       struct p2z_dev_queue **qp)
+{
+	struct p2z_dev_queue *q;
+	unsigned int i;
+	int ret;
+
+	if (!dev || !qp || !depth || depth > P2Z_QUEUE_MAX_DEPTH)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->pieces = calloc(depth, sizeof(*q->pieces));
+	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (!q->pieces || q->efd < 0) {
+		ret = q->pieces ? -errno : -ENOMEM;
+		goto err;
+	}
+	for (i = 0; i < depth; i++) {
+		q->pieces[i].q = q;
+		q->pieces[i].next_free = q->free;
+		q->free = &q->pieces[i];
+	}
+	q->dev = dev;
+	q->aops = dev->ops->submit ? dev->ops : &p2z_pool_ops;
+	ret = q->aops->queue_init(dev, depth, q->efd, &q->bq);
+	if (ret)
+		goto err;
+	*qp = q;
+	return 0;
+err:
+	if (q->efd >= 0)
+		close(q->efd);
+	free(q->pieces);
+	free(q);
+	return ret;
+}
+
+void p2z_dev_queue_close(struct p2z_dev_queue *q)
+{
+	if (!q)
+		return;
+	while (q->inflight)
+		p2z_dev_queue_reap(q, q->inflight);
+	q->aops->queue_exit(q->dev, q->bq);
+	close(q->efd);
+	free(q->pieces);
+	free(q);
+}

@@ -1,0 +1,913 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Unit tests of the asynchronous device interface (dev_queue.c): over a
+ * scripted fake backend with asynchronous ops of its own, which completes
+ * everything in flight in the reverse order of submission (splitting,
+ * ordering, errors, FUA, draining at close), and over the emu backend,
+ * which has none and runs on the queue's worker pool (exact bytes of many
+ * reads in flight, appends, the eventfd, buffered and direct).
+ */
+#include <check.h>
+#include <errno.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "p2z_check.h"
+#include "po2zfs/dev.h"
+#include "po2zfs/emu.h"
+
+#define LBA 512U
+#define XFER (8U * LBA)
+#define APPEND (3U * LBA)
+#define MAX_PIECES 128
+
+/**
+ * struct fake - a scripted backend with asynchronous ops
+ * @dev: generic part
+ * @nr: pieces submitted
+ * @op: op of each piece
+ * @len: length of each piece
+ * @ofs: offset of each piece (zone index for appends)
+ * @flags: flags of each piece
+ * @busy_at: pieces in flight when each was submitted (itself not counted)
+ * @fly: pieces in flight, in submission order
+ * @nr_fly: number of them
+ * @max_fly: most pieces in flight at once
+ * @fail_at: piece number that completes with @fail_ret, or -1
+ * @fail_ret: see @fail_at
+ * @reject_at: piece number whose submission fails with -EAGAIN, or -1
+ * @sync_at: piece number the backend completes in its submit, or -1
+ * @flush_ret: what a flush piece completes with
+ * @next_lba: where the next append lands
+ * @stray_at: append piece that lands 50 LBAs further, or -1
+ * @nr_init: queue_init calls
+ * @nr_exit: queue_exit calls
+ */
+struct fake {
+	struct p2z_dev dev;
+	unsigned int nr;
+	unsigned int op[MAX_PIECES];
+	size_t len[MAX_PIECES];
+	uint64_t ofs[MAX_PIECES];
+	unsigned int flags[MAX_PIECES];
+	unsigned int busy_at[MAX_PIECES];
+	struct p2z_io *fly[MAX_PIECES];
+	unsigned int nr_fly;
+	unsigned int max_fly;
+	int fail_at;
+	ssize_t fail_ret;
+	int reject_at;
+	int sync_at;
+	int flush_ret;
+	uint64_t next_lba;
+	int stray_at;
+	unsigned int nr_init;
+	unsigned int nr_exit;
+};
+
+static struct fake fk;
+
+/* The byte at native offset @x of the fake device. */
+static unsigned char pattern(uint64_t x)
+{
+	return (unsigned char)(x * 7 + (x >> 9) * 13 + 1);
+}
+
+static ssize_t fake_pread(struct p2z_dev *dev, void *buf, size_t len,
+			  uint64_t ofs)
+{
+	(void)dev;
+	(void)buf;
+	(void)ofs;
+	return (ssize_t)len;
+}
+
+static ssize_t fake_pwrite(struct p2z_dev *dev, const void *buf, size_t len,
+			   uint64_t ofs, unsigned int flags)
+{
+	(void)dev;
+	(void)buf;
+	(void)ofs;
+	(void)flags;
+	return (ssize_t)len;
+}
+
+static ssize_t fake_append(struct p2z_dev *dev, uint64_t zidx, const void *buf,
+			   size_t len, uint64_t *lba, unsigned int flags)
+{
+	(void)dev;
+	(void)zidx;
+	(void)buf;
+	(void)flags;
+	*lba = 0;
+	return (ssize_t)len;
+}
+
+static int fake_report(struct p2z_dev *dev, uint64_t zidx, unsigned int nr,
+		       struct p2z_zone_info *zi)
+{
+	(void)dev;
+	(void)zidx;
+	(void)zi;
+	return (int)nr;
+}
+
+static int fake_mgmt(struct p2z_dev *dev, uint64_t zidx, enum p2z_zone_op op)
+{
+	(void)dev;
+	(void)zidx;
+	(void)op;
+	return 0;
+}
+
+static int fake_flush(struct p2z_dev *dev)
+{
+	(void)dev;
+	return 0;
+}
+
+static void fake_close(struct p2z_dev *dev)
+{
+	(void)dev;
+}
+
+static int fake_open(const char *path, unsigned int flags,
+		     struct p2z_dev **devp)
+{
+	(void)path;
+	(void)flags;
+	*devp = &fk.dev;
+	return 0;
+}
+
+static int fake_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
+			   void **bqp)
+{
+	(void)dev;
+	(void)depth;
+	(void)efd;
+	fk.nr_init++;
+	*bqp = &fk;
+	return 0;
+}
+
+static void fake_queue_exit(struct p2z_dev *dev, void *bq)
+{
+	(void)dev;
+	ck_assert_ptr_eq(bq, &fk);
+	ck_assert_uint_eq(fk.nr_fly, 0);
+	fk.nr_exit++;
+}
+
+static void fake_complete(struct p2z_io *io);
+
+static int fake_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
+{
+	unsigned int n = fk.nr++;
+
+	(void)dev;
+	(void)bq;
+	ck_assert_uint_lt(n, MAX_PIECES);
+	ck_assert_uint_gt(io->len + (io->op == P2Z_IO_FLUSH), 0);
+	fk.op[n] = io->op;
+	fk.len[n] = io->len;
+	fk.ofs[n] = io->op == P2Z_IO_APPEND ? io->zidx : io->ofs;
+	fk.flags[n] = io->flags;
+	fk.busy_at[n] = fk.nr_fly;
+	if ((int)n == fk.reject_at)
+		return -EAGAIN;
+	/* n rides in io->st's spare field: the piece's state is ours */
+	io->st.pieces = n;
+	if ((int)n == fk.sync_at) {
+		fake_complete(io);
+		return 1;
+	}
+	fk.fly[fk.nr_fly++] = io;
+	if (fk.nr_fly > fk.max_fly)
+		fk.max_fly = fk.nr_fly;
+	return 0;
+}
+
+static void fake_complete(struct p2z_io *io)
+{
+	int n = (int)io->st.pieces;
+	size_t i;
+
+	switch (io->op) {
+	case P2Z_IO_READ:
+		for (i = 0; i < io->len; i++)
+			((unsigned char *)io->buf)[i] = pattern(io->ofs + i);
+		io->ret = (ssize_t)io->len;
+		break;
+	case P2Z_IO_APPEND:
+		io->lba = fk.next_lba + (n == fk.stray_at ? 50 : 0);
+		fk.next_lba = io->lba + io->len / LBA;
+		/* fall through */
+	case P2Z_IO_WRITE:
+		io->ret = (ssize_t)io->len;
+		break;
+	default:
+		io->ret = fk.flush_ret;
+	}
+	if (n == fk.fail_at)
+		io->ret = fk.fail_ret;
+}
+
+/* Everything in flight completes, the last submitted first. */
+static int fake_reap(struct p2z_dev *dev, void *bq, bool wait)
+{
+	struct p2z_io *done[MAX_PIECES];
+	unsigned int nr = fk.nr_fly, i;
+
+	(void)dev;
+	(void)bq;
+	ck_assert(!wait || nr);
+	memcpy(done, fk.fly, nr * sizeof(done[0]));
+	fk.nr_fly = 0;
+	for (i = nr; i-- > 0;) {
+		fake_complete(done[i]);
+		done[i]->end_io(done[i]);
+	}
+	return (int)nr;
+}
+
+#define FAKE_OPS(has_fua)                                             \
+	{                                                             \
+		.name = "fake", .fua = (has_fua), .open = fake_open,  \
+		.close = fake_close, .report_zones = fake_report,     \
+		.zone_mgmt = fake_mgmt, .pread = fake_pread,          \
+		.pwrite = fake_pwrite, .append = fake_append,         \
+		.flush = fake_flush, .queue_init = fake_queue_init,   \
+		.queue_exit = fake_queue_exit, .submit = fake_submit, \
+		.reap = fake_reap,                                    \
+	}
+
+static const struct p2z_dev_ops fake_ops = FAKE_OPS(false);
+static const struct p2z_dev_ops fake_fua_ops = FAKE_OPS(true);
+
+static struct p2z_dev *fake_dev(const struct p2z_dev_ops *ops)
+{
+	memset(&fk, 0, sizeof(fk));
+	fk.fail_at = -1;
+	fk.reject_at = -1;
+	fk.sync_at = -1;
+	fk.stray_at = -1;
+	fk.next_lba = 1000;
+	fk.dev.ops = ops;
+	fk.dev.info = (struct p2z_dev_info){
+		.lba_bytes = LBA,
+		.nr_zones = 4,
+		.zone_lba = 100,
+		.max_append_bytes = APPEND,
+		.max_xfer_bytes = XFER,
+		.buf_align = 1,
+	};
+	return &fk.dev;
+}
+
+/* What the completions did: end_io calls per io, in order. */
+static struct p2z_io *order[MAX_PIECES];
+static unsigned int nr_order;
+
+static void record_end_io(struct p2z_io *io)
+{
+	ck_assert_uint_lt(nr_order, MAX_PIECES);
+	order[nr_order++] = io;
+	(*(unsigned int *)io->private)++;
+}
+
+static void mkio(struct p2z_io *io, unsigned int op, void *buf, size_t len,
+		 uint64_t ofs, unsigned int *calls)
+{
+	memset(io, 0, sizeof(*io));
+	io->op = op;
+	io->buf = buf;
+	io->len = len;
+	io->ofs = ofs;
+	io->zidx = ofs;
+	io->end_io = record_end_io;
+	io->private = calls;
+	*calls = 0;
+	nr_order = 0;
+}
+
+static struct p2z_dev_queue *qopen(struct p2z_dev *dev, unsigned int depth)
+{
+	struct p2z_dev_queue *q = NULL;
+
+	ck_assert_int_eq(p2z_dev_queue_open(dev, depth, &q), 0);
+	ck_assert_ptr_nonnull(q);
+	return q;
+}
+
+static void check_pattern(const unsigned char *b, size_t len, uint64_t ofs)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (b[i] != pattern(ofs + i))
+			ck_abort_msg("byte %zu of the read at %llu: %u, not %u",
+				     i, (unsigned long long)ofs, b[i],
+				     pattern(ofs + i));
+}
+
+static unsigned char rbuf[64 * LBA];
+
+/* Many single-piece reads in flight, completing in reverse order. */
+START_TEST(test_reads_out_of_order)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io[8];
+	unsigned int calls[8];
+	int i;
+
+	memset(rbuf, 0, sizeof(rbuf));
+	for (i = 0; i < 8; i++) {
+		mkio(&io[i], P2Z_IO_READ, rbuf + i * 3 * LBA, 3 * LBA,
+		     (uint64_t)(7 - i) * 5 * LBA, &calls[i]);
+	}
+	for (i = 0; i < 8; i++)
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+	ck_assert_uint_eq(fk.max_fly, 8);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 8);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 8), 8);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 0);
+	for (i = 0; i < 8; i++) {
+		ck_assert_uint_eq(calls[i], 1);
+		ck_assert_int_eq(io[i].ret, 3 * LBA);
+		check_pattern(rbuf + i * 3 * LBA, 3 * LBA, io[i].ofs);
+		/* the last submitted completed first */
+		ck_assert_ptr_eq(order[i], &io[7 - i]);
+	}
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_READ].nr, 8);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_READ].bytes, 8 * 3 * LBA);
+	p2z_dev_queue_close(q);
+	ck_assert_uint_eq(fk.nr_exit, 1);
+}
+END_TEST
+
+/* 20 LBAs, 8 per piece: 3 pieces at once, one completion with the total. */
+START_TEST(test_split_read_completes_once)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls;
+
+	mkio(&io, P2Z_IO_READ, rbuf, 20 * LBA, 40 * LBA, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(fk.nr, 3);
+	ck_assert_uint_eq(fk.max_fly, 3);
+	ck_assert_uint_eq(fk.len[0], XFER);
+	ck_assert_uint_eq(fk.len[1], XFER);
+	ck_assert_uint_eq(fk.len[2], 4 * LBA);
+	ck_assert_uint_eq(fk.ofs[2], 56 * LBA);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, 20 * LBA);
+	check_pattern(rbuf, 20 * LBA, 40 * LBA);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_READ].nr, 1);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_READ].bytes, 20 * LBA);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 0);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/* Depth 2: never more than 2 pieces out; the rest waits in the queue. */
+START_TEST(test_depth_limits_pieces)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 2);
+	struct p2z_io io[2];
+	unsigned int calls[2];
+
+	mkio(&io[0], P2Z_IO_READ, rbuf, 40 * LBA, 0, &calls[0]);
+	mkio(&io[1], P2Z_IO_READ, rbuf + 40 * LBA, 8 * LBA, 80 * LBA,
+	     &calls[1]);
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_int_eq(p2z_dev_submit(q, &io[1]), 0);
+	ck_assert_uint_eq(fk.nr, 2);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 2), 2);
+	ck_assert_uint_eq(fk.nr, 6);
+	ck_assert_uint_eq(fk.max_fly, 2);
+	ck_assert_int_eq(io[0].ret, 40 * LBA);
+	ck_assert_int_eq(io[1].ret, 8 * LBA);
+	ck_assert_uint_eq(calls[0] + calls[1], 2);
+	check_pattern(rbuf, 40 * LBA, 0);
+	check_pattern(rbuf + 40 * LBA, 8 * LBA, 80 * LBA);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/* 8 LBAs, 3 per append: pieces one at a time, landing contiguously. */
+START_TEST(test_split_append_in_order)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls, i;
+
+	mkio(&io, P2Z_IO_APPEND, rbuf, 8 * LBA, 2, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(fk.nr, 1);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, 8 * LBA);
+	ck_assert_uint_eq(io.lba, 1000);
+	ck_assert_uint_eq(fk.nr, 3);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(fk.op[i], P2Z_IO_APPEND);
+		ck_assert_uint_eq(fk.ofs[i], 2);
+		ck_assert_uint_eq(fk.busy_at[i], 0);
+		ck_assert_uint_eq(fk.len[i], i < 2 ? APPEND : 2 * LBA);
+	}
+	ck_assert_uint_eq(fk.next_lba, 1008);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_APPEND].nr, 1);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_APPEND].bytes, 8 * LBA);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/* The second piece lands elsewhere: -EIO, and no third piece. */
+START_TEST(test_split_append_strayed)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls;
+
+	fk.stray_at = 1;
+	mkio(&io, P2Z_IO_APPEND, rbuf, 8 * LBA, 1, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, -EIO);
+	ck_assert_uint_eq(io.lba, 1000);
+	ck_assert_uint_eq(fk.nr, 2);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_APPEND].nr_err, 1);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/* Writes go piece after piece too, each at the offset after the last. */
+START_TEST(test_split_write_in_order)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls, i;
+
+	mkio(&io, P2Z_IO_WRITE, rbuf, 20 * LBA, 100 * LBA, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io.ret, 20 * LBA);
+	ck_assert_uint_eq(fk.nr, 3);
+	for (i = 0; i < 3; i++) {
+		ck_assert_uint_eq(fk.busy_at[i], 0);
+		ck_assert_uint_eq(fk.ofs[i], 100 * LBA + i * XFER);
+		ck_assert_uint_eq(fk.flags[i], 0);
+	}
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/*
+ * FUA without native FUA: pieces without the flag, one flush after the
+ * last piece; with native FUA: the flag on every piece, no flush. A
+ * failing flush fails the write.
+ */
+START_TEST(test_fua_flush_after_last_piece)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls, i;
+
+	mkio(&io, P2Z_IO_WRITE, rbuf, 20 * LBA, 0, &calls);
+	io.flags = P2Z_IO_FUA;
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io.ret, 20 * LBA);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_uint_eq(fk.nr, 4);
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(fk.flags[i], 0);
+	ck_assert_uint_eq(fk.op[3], P2Z_IO_FLUSH);
+	ck_assert_uint_eq(fk.busy_at[3], 0);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_FLUSH].nr, 1);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_FUA].nr, 1);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_WRITE].nr, 1);
+
+	fk.flush_ret = -EIO;
+	mkio(&io, P2Z_IO_APPEND, rbuf, 4 * LBA, 0, &calls);
+	io.flags = P2Z_IO_FUA;
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io.ret, -EIO);
+	ck_assert_uint_eq(fk.nr, 7);
+	ck_assert_uint_eq(fk.op[6], P2Z_IO_FLUSH);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_FUA].nr_err, 1);
+	p2z_dev_queue_close(q);
+
+	q = qopen(fake_dev(&fake_fua_ops), 16);
+	mkio(&io, P2Z_IO_WRITE, rbuf, 20 * LBA, 0, &calls);
+	io.flags = P2Z_IO_FUA;
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io.ret, 20 * LBA);
+	ck_assert_uint_eq(fk.nr, 3);
+	for (i = 0; i < 3; i++)
+		ck_assert_uint_eq(fk.flags[i], P2Z_IO_FUA);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_FLUSH].nr, 0);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_FUA].nr, 1);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/*
+ * The middle piece fails: a read fails with its errno once all pieces
+ * are back; a write or append returns what the first piece wrote and
+ * issues no third piece.
+ */
+START_TEST(test_error_in_middle_piece)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls;
+
+	fk.fail_at = 1;
+	fk.fail_ret = -ENXIO;
+	mkio(&io, P2Z_IO_READ, rbuf, 20 * LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, -ENXIO);
+	ck_assert_uint_eq(fk.dev.stats[P2Z_DEV_STAT_READ].nr_err, 1);
+	p2z_dev_queue_close(q);
+
+	q = qopen(fake_dev(&fake_ops), 16);
+	fk.fail_at = 1;
+	fk.fail_ret = -EILSEQ;
+	mkio(&io, P2Z_IO_WRITE, rbuf, 20 * LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io.ret, XFER);
+	ck_assert_uint_eq(fk.nr, 2);
+
+	fk.fail_at = 3;
+	fk.fail_ret = -ENOSPC;
+	mkio(&io, P2Z_IO_APPEND, rbuf, 8 * LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io.ret, APPEND);
+	ck_assert_uint_eq(fk.nr, 4);
+
+	/* the first piece failing: its errno */
+	fk.fail_at = 4;
+	mkio(&io, P2Z_IO_APPEND, rbuf, 8 * LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io.ret, -ENOSPC);
+	ck_assert_uint_eq(calls, 1);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/* A piece the backend refuses completes its io with the errno, later. */
+START_TEST(test_backend_refuses_piece)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls;
+
+	fk.reject_at = 2;
+	mkio(&io, P2Z_IO_READ, rbuf, 20 * LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, -EAGAIN);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/*
+ * Pieces the backend completes in its submit (zbd's appends): a split
+ * append goes on, lands contiguously, and completes from the reap only.
+ */
+START_TEST(test_backend_completes_in_submit)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls;
+
+	fk.sync_at = 0;
+	mkio(&io, P2Z_IO_APPEND, rbuf, 8 * LBA, 3, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(fk.nr, 2);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, 8 * LBA);
+	ck_assert_uint_eq(io.lba, 1000);
+	ck_assert_uint_eq(fk.nr, 3);
+
+	/* all of it in the submit: the eventfd says so */
+	fk.sync_at = 3;
+	mkio(&io, P2Z_IO_READ, rbuf, 2 * LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(calls, 0);
+	{
+		struct pollfd pfd = { .fd = p2z_dev_queue_fd(q),
+				      .events = POLLIN };
+
+		ck_assert_int_eq(poll(&pfd, 1, 0), 1);
+	}
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 1);
+	ck_assert_int_eq(io.ret, 2 * LBA);
+	check_pattern(rbuf, 2 * LBA, 0);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/* Bad requests are refused at submission and never complete. */
+START_TEST(test_submit_checks)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 16);
+	struct p2z_io io;
+	unsigned int calls;
+
+	mkio(&io, P2Z_IO_READ, rbuf, LBA + 1, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), -EINVAL);
+	mkio(&io, P2Z_IO_WRITE, rbuf, LBA, 1, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), -EINVAL);
+	mkio(&io, P2Z_IO_APPEND, rbuf, LBA, 4, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), -EINVAL);
+	mkio(&io, 9, rbuf, LBA, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io), -EINVAL);
+	mkio(&io, P2Z_IO_READ, rbuf, LBA, 0, &calls);
+	io.end_io = NULL;
+	ck_assert_int_eq(p2z_dev_submit(q, &io), -EINVAL);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 0);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert_uint_eq(fk.nr, 0);
+	ck_assert_int_eq(p2z_dev_queue_open(&fk.dev, 0, &q), -EINVAL);
+	ck_assert_int_eq(p2z_dev_queue_open(&fk.dev, 4097, &q), -EINVAL);
+
+	/* zero length: answered without the backend, signalled */
+	mkio(&io, P2Z_IO_WRITE, rbuf, 0, 0, &calls);
+	io.ret = 77;
+	ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+	ck_assert_uint_eq(calls, 0);
+	{
+		struct pollfd pfd = { .fd = p2z_dev_queue_fd(q),
+				      .events = POLLIN };
+
+		ck_assert_int_eq(poll(&pfd, 1, 0), 1);
+		ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 1);
+		ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	}
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io.ret, 0);
+	ck_assert_uint_eq(fk.nr, 0);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/* Closing with ios in flight and waiting: every end_io runs once. */
+START_TEST(test_close_drains)
+{
+	struct p2z_dev_queue *q = qopen(fake_dev(&fake_ops), 2);
+	struct p2z_io io[6];
+	unsigned int calls[6];
+	int i;
+
+	for (i = 0; i < 6; i++) {
+		mkio(&io[i], i % 2 ? P2Z_IO_WRITE : P2Z_IO_READ,
+		     rbuf + i * XFER, 2 * XFER, (uint64_t)i * 2 * XFER,
+		     &calls[i]);
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+	}
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 6);
+	p2z_dev_queue_close(q);
+	ck_assert_uint_eq(fk.nr_exit, 1);
+	ck_assert_uint_eq(fk.nr, 12);
+	for (i = 0; i < 6; i++) {
+		ck_assert_uint_eq(calls[i], 1);
+		ck_assert_int_eq(io[i].ret, 2 * XFER);
+	}
+}
+END_TEST
+
+/* An end_io submitting the next io: a chain of 5 on one io struct. */
+static unsigned int chain_left;
+static struct p2z_dev_queue *chain_q;
+
+static void chain_end_io(struct p2z_io *io)
+{
+	ck_assert_int_eq(io->ret, LBA);
+	if (--chain_left) {
+		io->ofs += LBA;
+		ck_assert_int_eq(p2z_dev_submit(chain_q, io), 0);
+	}
+}
+
+START_TEST(test_end_io_submits)
+{
+	struct p2z_io io = { .op = P2Z_IO_READ, .buf = rbuf, .len = LBA };
+
+	chain_q = qopen(fake_dev(&fake_ops), 1);
+	chain_left = 5;
+	io.end_io = chain_end_io;
+	ck_assert_int_eq(p2z_dev_submit(chain_q, &io), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(chain_q, 5), 5);
+	ck_assert_uint_eq(chain_left, 0);
+	ck_assert_uint_eq(io.ofs, 4 * LBA);
+	ck_assert_uint_eq(fk.nr, 5);
+	p2z_dev_queue_close(chain_q);
+}
+END_TEST
+
+/* The emu backend, through the worker pool */
+
+#define ZONE_LBA 256U
+#define NR_ZONES 4U
+
+static char tmpdir[PATH_MAX];
+static char img[PATH_MAX + 16];
+
+static void emu_setup(void)
+{
+	p2z_check_mkdtemp(tmpdir, sizeof(tmpdir), "check_async");
+	snprintf(img, sizeof(img), "%s/z.img", tmpdir);
+}
+
+static void emu_teardown(void)
+{
+	p2z_check_rmdtemp(tmpdir);
+}
+
+static struct p2z_dev *emu_dev(unsigned int flags)
+{
+	struct p2z_emu_params p = {
+		.lba_bytes = LBA,
+		.zone_bytes = ZONE_LBA * LBA,
+		.cap_bytes = ZONE_LBA * LBA,
+		.nr_zones = NR_ZONES,
+		.max_append_bytes = 4 * LBA,
+	};
+	struct p2z_dev *dev = NULL;
+
+	ck_assert_int_eq(p2z_emu_create(img, &p, false), 0);
+	ck_assert_int_eq(p2z_dev_open(img, "emu", flags, &dev), 0);
+	return dev;
+}
+
+static unsigned char *emu_buf(size_t len)
+{
+	unsigned char *b = aligned_alloc(4096, len);
+
+	ck_assert_ptr_nonnull(b);
+	return b;
+}
+
+static void count_end_io(struct p2z_io *io)
+{
+	(*(unsigned int *)io->private)++;
+}
+
+/*
+ * Zone 1 written by 4 async writes in order (each submitted after the
+ * previous one completed), then read back by 64 one-LBA reads in flight
+ * 16 at a time, exact bytes; an append of 12 LBAs (3 pieces) lands at the
+ * write pointer; the eventfd says when completions wait.
+ */
+static void emu_async_round(unsigned int flags)
+{
+	struct p2z_dev *dev = emu_dev(flags);
+	struct p2z_dev_queue *q = qopen(dev, 16);
+	size_t zbytes = ZONE_LBA * LBA;
+	unsigned char *w = emu_buf(zbytes), *r = emu_buf(zbytes);
+	struct pollfd pfd = { .events = POLLIN };
+	struct p2z_io io[64];
+	unsigned int calls = 0;
+	size_t i;
+
+	for (i = 0; i < zbytes; i++)
+		w[i] = pattern(i);
+	memset(r, 0, zbytes);
+	for (i = 0; i < 4; i++) {
+		io[i] = (struct p2z_io){ .op = P2Z_IO_WRITE,
+					 .buf = w + i * 16 * LBA,
+					 .len = 16 * LBA,
+					 .ofs = zbytes + i * 16 * LBA,
+					 .flags = i == 3 ? P2Z_IO_FUA : 0,
+					 .end_io = count_end_io,
+					 .private = &calls };
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+		ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+		ck_assert_int_eq(io[i].ret, 16 * LBA);
+	}
+	ck_assert_uint_eq(dev->stats[P2Z_DEV_STAT_FUA].nr, 1);
+	for (i = 0; i < 64; i++) {
+		io[i] = (struct p2z_io){ .op = P2Z_IO_READ,
+					 .buf = r + i * LBA,
+					 .len = LBA,
+					 .ofs = zbytes + i * LBA,
+					 .end_io = count_end_io,
+					 .private = &calls };
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+	}
+	pfd.fd = p2z_dev_queue_fd(q);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	calls = 0;
+	while (calls < 64)
+		ck_assert_int_ge(p2z_dev_queue_reap(q, 1), 1);
+	for (i = 0; i < 64; i++)
+		ck_assert_int_eq(io[i].ret, LBA);
+	ck_assert_int_eq(memcmp(r, w, 64 * LBA), 0);
+
+	io[0] = (struct p2z_io){ .op = P2Z_IO_APPEND,
+				 .buf = w,
+				 .len = 12 * LBA,
+				 .zidx = 1,
+				 .flags = P2Z_IO_FUA,
+				 .end_io = count_end_io,
+				 .private = &calls };
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io[0].ret, 12 * LBA);
+	ck_assert_uint_eq(io[0].lba, ZONE_LBA + 64);
+	ck_assert_int_eq(p2z_dev_pread(dev, r, 12 * LBA, zbytes + 64 * LBA),
+			 12 * LBA);
+	ck_assert_int_eq(memcmp(r, w, 12 * LBA), 0);
+
+	/* a device error comes back as the io's result */
+	io[0] = (struct p2z_io){ .op = P2Z_IO_WRITE,
+				 .buf = w,
+				 .len = LBA,
+				 .ofs = zbytes,
+				 .end_io = count_end_io,
+				 .private = &calls };
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io[0].ret, -EILSEQ);
+
+	/* closing with reads in flight runs each end_io once */
+	calls = 0;
+	for (i = 0; i < 40; i++) {
+		io[i] = (struct p2z_io){ .op = P2Z_IO_READ,
+					 .buf = r + i * LBA,
+					 .len = LBA,
+					 .ofs = zbytes + i * LBA,
+					 .end_io = count_end_io,
+					 .private = &calls };
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+	}
+	p2z_dev_queue_close(q);
+	ck_assert_uint_eq(calls, 40);
+	free(w);
+	free(r);
+	p2z_dev_close(dev);
+}
+
+START_TEST(test_emu_pool)
+{
+	emu_async_round(0);
+}
+END_TEST
+
+START_TEST(test_emu_pool_direct)
+{
+	emu_async_round(P2Z_DEV_DIRECT);
+}
+END_TEST
+
+static Suite *async_suite(void)
+{
+	Suite *s = suite_create("async");
+	TCase *tc = tcase_create("fake");
+
+	tcase_add_test(tc, test_reads_out_of_order);
+	tcase_add_test(tc, test_split_read_completes_once);
+	tcase_add_test(tc, test_depth_limits_pieces);
+	tcase_add_test(tc, test_split_append_in_order);
+	tcase_add_test(tc, test_split_append_strayed);
+	tcase_add_test(tc, test_split_write_in_order);
+	tcase_add_test(tc, test_fua_flush_after_last_piece);
+	tcase_add_test(tc, test_error_in_middle_piece);
+	tcase_add_test(tc, test_backend_refuses_piece);
+	tcase_add_test(tc, test_backend_completes_in_submit);
+	tcase_add_test(tc, test_submit_checks);
+	tcase_add_test(tc, test_close_drains);
+	tcase_add_test(tc, test_end_io_submits);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("emu");
+	tcase_add_checked_fixture(tc, emu_setup, emu_teardown);
+	tcase_add_test(tc, test_emu_pool);
+	tcase_add_test(tc, test_emu_pool_direct);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return p2z_check_run(async_suite());
+}
