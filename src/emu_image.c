@@ -395,7 +395,7 @@ static int emu_lock(int fd, enum p2z_emu_lock lock, char *why, size_t len)
 	return errno == EWOULDBLOCK ?
 		       p2z_emu_why(
 			       why, len, -EBUSY,
-			       "Device or resource busy (in use by another process)") :
+			       "Device or resource busy (mounted by po2zfs, or in use by another program)") :
 		       p2z_emu_why(why, len, -errno, "flock: %s",
 				   strerror(errno));
 }
