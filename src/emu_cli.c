@@ -286,6 +286,25 @@ static void p2z_ecli_print_geometry(const struct p2z_dev *dev,
 				    "none (writes persist as they complete)");
 }
 
+/*
+ * The options of report and set-zone: --help only.
+ *
+ * Return: the exit status if the command line is answered (--help, a
+ * usage error), or -1 to go on with the operands at argv[optind].
+ */
+static int p2z_ecli_plain_args(int argc, char **argv)
+{
+	int c = getopt_long(argc, argv, ":", p2z_ecli_plain_opts, NULL);
+
+	if (c == -1)
+		return -1;
+	if (c != P2Z_ECLI_OPT_HELP)
+		return p2z_cli_bad_option(PROG, p2z_ecli_usage, c,
+					  argv[optind - 1]);
+	fputs(p2z_ecli_usage, stdout);
+	return 0;
+}
+
 static int p2z_ecli_report(int argc, char **argv)
 {
 	static const struct p2z_cli_report_opts p2z_ecli_report_opts = {
@@ -296,16 +315,11 @@ static int p2z_ecli_report(int argc, char **argv)
 	char why[WHY_LEN];
 	struct p2z_dev *dev;
 	struct p2z_geom g;
-	int c, ret;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, ":", p2z_ecli_plain_opts, NULL)) !=
-	       -1) {
-		if (c != P2Z_ECLI_OPT_HELP)
-			return p2z_cli_bad_option(PROG, p2z_ecli_usage, c,
-						  argv[optind - 1]);
-		fputs(p2z_ecli_usage, stdout);
-		return 0;
-	}
+	ret = p2z_ecli_plain_args(argc, argv);
+	if (ret >= 0)
+		return ret;
 	if (optind != argc - 1)
 		return p2z_cli_usage(PROG, p2z_ecli_usage,
 				     "report needs exactly one IMAGE");
@@ -339,16 +353,11 @@ static int p2z_ecli_set_zone(int argc, char **argv)
 	char why[WHY_LEN];
 	const char *path;
 	uint64_t zidx;
-	int c;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, ":", p2z_ecli_plain_opts, NULL)) !=
-	       -1) {
-		if (c != P2Z_ECLI_OPT_HELP)
-			return p2z_cli_bad_option(PROG, p2z_ecli_usage, c,
-						  argv[optind - 1]);
-		fputs(p2z_ecli_usage, stdout);
-		return 0;
-	}
+	ret = p2z_ecli_plain_args(argc, argv);
+	if (ret >= 0)
+		return ret;
 	if (optind != argc - 3)
 		return p2z_cli_usage(PROG, p2z_ecli_usage,
 				     "set-zone needs IMAGE ZONE FAULT");
