@@ -36,7 +36,7 @@ fi
 
 # A mounted image: po2zfs-zone reset must not get it.
 p2z_device 1M/1M/4096 4 1
-p2z_mount
+p2z_mount ""
 
 for prog in po2zfs-emu po2zfs-zone; do
 	bin=$P2Z_BUILD/$prog
