@@ -307,7 +307,7 @@ static uint16_t __p2z_emu_zone_transition(struct p2z_emu_dev *e, uint64_t zidx,
 		return P2Z_NVME_SC_ZONE_INVALID_TRANSITION;
 	switch (op) {
 	case P2Z_ZONE_OP_RESET:
-		/* p2z_emu_zone_reset() stores the empty state, after the data is
+		/* __p2z_emu_zone_reset() stores the empty state, after the data is
 		 * gone. */
 		return P2Z_NVME_SC_SUCCESS;
 	case P2Z_ZONE_OP_OPEN:
