@@ -469,3 +469,17 @@ const char *p2z_zone_cond_name(uint8_t cond)
 	}
 	return "unknown";
 }
+
+/* Every backend po2zfs has, built or not, in probe order. */
+static const char *const p2z_backend_names[] = { "nvme", "zbd", "emu" };
+
+bool p2z_dev_backend_is_known(const char *name)
+{
+	size_t nr = sizeof(p2z_backend_names) / sizeof(p2z_backend_names[0]);
+	size_t i;
+
+	for (i = 0; name && i < nr; i++)
+		if (!strcmp(name, p2z_backend_names[i]))
+			return true;
+	return false;
+}

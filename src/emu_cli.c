@@ -20,16 +20,15 @@
 #include "po2zfs/geom.h"
 
 #define PROG "po2zfs-emu"
-#define EXIT_USAGE 2
 #define WHY_LEN 256
 
-static const char usage_text[] =
+static const char p2z_ecli_usage[] =
 	"Usage:\n"
 	"  " PROG " create IMAGE --zone-size SIZE --zones N [options]\n"
 	"  " PROG " report IMAGE\n"
 	"  " PROG
 	" set-zone IMAGE ZONE read-only|offline|online|fail-next-io|clear\n"
-	"  " PROG " --help\n"
+	"  " PROG " --help | --version\n"
 	"\n"
 	"create options (SIZE: bytes, or with a K, M, G or T suffix, powers of 1024):\n"
 	"  --zone-size SIZE   zone size, any multiple of the LBA size (required)\n"
@@ -48,7 +47,7 @@ static const char usage_text[] =
 	"ZONE is a device zone index, as report prints it.\n";
 
 /* Decimal, optionally with a K/M/G/T (IEC) suffix when @suffix. */
-static int parse_u64(const char *s, bool suffix, uint64_t *v)
+static int p2z_ecli_parse_u64(const char *s, bool suffix, uint64_t *v)
 {
 	unsigned int shift = 0;
 	unsigned long long x;
@@ -77,10 +76,10 @@ static int parse_u64(const char *s, bool suffix, uint64_t *v)
 	return 0;
 }
 
-static int parse_opt_u64(const char *opt, const char *s, bool suffix,
-			 uint64_t max, uint64_t *v)
+static int p2z_ecli_parse_opt_u64(const char *opt, const char *s, bool suffix,
+				  uint64_t max, uint64_t *v)
 {
-	int ret = parse_u64(s, suffix, v);
+	int ret = p2z_ecli_parse_u64(s, suffix, v);
 
 	if (ret == -EINVAL)
 		return p2z_cli_fail(PROG, EXIT_FAILURE,
@@ -92,122 +91,113 @@ static int parse_opt_u64(const char *opt, const char *s, bool suffix,
 	return 0;
 }
 
-/* getopt_long reports errors itself unless opterr = 0: say it our way. */
-static int usage_error(int c, char **argv)
-{
-	const char *arg = argv[optind - 1];
-
-	if (c == ':')
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "option '%s' needs a value", arg);
-	return p2z_cli_fail(PROG, EXIT_USAGE,
-			    "unknown option '%s' (see " PROG " --help)", arg);
-}
-
 enum {
-	OPT_ZONE_SIZE = 256,
-	OPT_ZONE_CAP,
-	OPT_ZONES,
-	OPT_CONV,
-	OPT_LBA_SIZE,
-	OPT_MAX_OPEN,
-	OPT_MAX_ACTIVE,
-	OPT_MAX_APPEND,
-	OPT_FORCE,
-	OPT_VOLATILE_CACHE,
-	OPT_HELP,
+	P2Z_ECLI_OPT_ZONE_SIZE = 256,
+	P2Z_ECLI_OPT_ZONE_CAP,
+	P2Z_ECLI_OPT_ZONES,
+	P2Z_ECLI_OPT_CONV,
+	P2Z_ECLI_OPT_LBA_SIZE,
+	P2Z_ECLI_OPT_MAX_OPEN,
+	P2Z_ECLI_OPT_MAX_ACTIVE,
+	P2Z_ECLI_OPT_MAX_APPEND,
+	P2Z_ECLI_OPT_FORCE,
+	P2Z_ECLI_OPT_VOLATILE_CACHE,
+	P2Z_ECLI_OPT_HELP,
 };
 
-static const struct option create_opts[] = {
-	{ "zone-size", required_argument, NULL, OPT_ZONE_SIZE },
-	{ "zone-cap", required_argument, NULL, OPT_ZONE_CAP },
-	{ "zones", required_argument, NULL, OPT_ZONES },
-	{ "conv", required_argument, NULL, OPT_CONV },
-	{ "lba-size", required_argument, NULL, OPT_LBA_SIZE },
-	{ "max-open", required_argument, NULL, OPT_MAX_OPEN },
-	{ "max-active", required_argument, NULL, OPT_MAX_ACTIVE },
-	{ "max-append", required_argument, NULL, OPT_MAX_APPEND },
-	{ "force", no_argument, NULL, OPT_FORCE },
-	{ "volatile-cache", no_argument, NULL, OPT_VOLATILE_CACHE },
-	{ "help", no_argument, NULL, OPT_HELP },
+static const struct option p2z_ecli_create_opts[] = {
+	{ "zone-size", required_argument, NULL, P2Z_ECLI_OPT_ZONE_SIZE },
+	{ "zone-cap", required_argument, NULL, P2Z_ECLI_OPT_ZONE_CAP },
+	{ "zones", required_argument, NULL, P2Z_ECLI_OPT_ZONES },
+	{ "conv", required_argument, NULL, P2Z_ECLI_OPT_CONV },
+	{ "lba-size", required_argument, NULL, P2Z_ECLI_OPT_LBA_SIZE },
+	{ "max-open", required_argument, NULL, P2Z_ECLI_OPT_MAX_OPEN },
+	{ "max-active", required_argument, NULL, P2Z_ECLI_OPT_MAX_ACTIVE },
+	{ "max-append", required_argument, NULL, P2Z_ECLI_OPT_MAX_APPEND },
+	{ "force", no_argument, NULL, P2Z_ECLI_OPT_FORCE },
+	{ "volatile-cache", no_argument, NULL, P2Z_ECLI_OPT_VOLATILE_CACHE },
+	{ "help", no_argument, NULL, P2Z_ECLI_OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
 
-static const struct option plain_opts[] = {
-	{ "help", no_argument, NULL, OPT_HELP },
+static const struct option p2z_ecli_plain_opts[] = {
+	{ "help", no_argument, NULL, P2Z_ECLI_OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
 
-struct create_args {
+struct p2z_ecli_create_args {
 	struct p2z_emu_params p;
 	bool have_size, have_cap, have_zones;
 	unsigned int flags; /* P2Z_EMU_CREATE_* */
 };
 
 /* One create option into @a; returns 0 or an exit code. */
-static int create_opt(int c, const char *arg, struct create_args *a)
+static int p2z_ecli_create_opt(int c, const char *arg,
+			       struct p2z_ecli_create_args *a)
 {
 	const char *name = "?";
 	uint64_t v;
 	int ret;
 	size_t i;
 
-	for (i = 0; create_opts[i].name; i++)
-		if (create_opts[i].val == c)
-			name = create_opts[i].name;
+	for (i = 0; p2z_ecli_create_opts[i].name; i++)
+		if (p2z_ecli_create_opts[i].val == c)
+			name = p2z_ecli_create_opts[i].name;
 	switch (c) {
-	case OPT_ZONE_SIZE:
-	case OPT_ZONE_CAP:
-	case OPT_MAX_APPEND:
-		ret = parse_opt_u64(
+	case P2Z_ECLI_OPT_ZONE_SIZE:
+	case P2Z_ECLI_OPT_ZONE_CAP:
+	case P2Z_ECLI_OPT_MAX_APPEND:
+		ret = p2z_ecli_parse_opt_u64(
 			name, arg, true,
-			c == OPT_MAX_APPEND ? UINT32_MAX : UINT64_MAX, &v);
+			c == P2Z_ECLI_OPT_MAX_APPEND ? UINT32_MAX : UINT64_MAX,
+			&v);
 		break;
 	default:
-		ret = parse_opt_u64(name, arg, false,
-				    c == OPT_ZONES || c == OPT_CONV ?
-					    UINT64_MAX :
-					    UINT32_MAX,
-				    &v);
+		ret = p2z_ecli_parse_opt_u64(
+			name, arg, false,
+			c == P2Z_ECLI_OPT_ZONES || c == P2Z_ECLI_OPT_CONV ?
+				UINT64_MAX :
+				UINT32_MAX,
+			&v);
 		break;
 	}
 	if (ret)
 		return ret;
 	switch (c) {
-	case OPT_ZONE_SIZE:
+	case P2Z_ECLI_OPT_ZONE_SIZE:
 		a->p.zone_bytes = v;
 		a->have_size = true;
 		break;
-	case OPT_ZONE_CAP:
+	case P2Z_ECLI_OPT_ZONE_CAP:
 		a->p.cap_bytes = v;
 		a->have_cap = true;
 		break;
-	case OPT_ZONES:
+	case P2Z_ECLI_OPT_ZONES:
 		a->p.nr_zones = v;
 		a->have_zones = true;
 		break;
-	case OPT_CONV:
+	case P2Z_ECLI_OPT_CONV:
 		a->p.nr_cnv_zones = v;
 		break;
-	case OPT_LBA_SIZE:
+	case P2Z_ECLI_OPT_LBA_SIZE:
 		a->p.lba_bytes = (uint32_t)v;
 		break;
-	case OPT_MAX_OPEN:
+	case P2Z_ECLI_OPT_MAX_OPEN:
 		a->p.max_open = (uint32_t)v;
 		break;
-	case OPT_MAX_ACTIVE:
+	case P2Z_ECLI_OPT_MAX_ACTIVE:
 		a->p.max_active = (uint32_t)v;
 		break;
-	case OPT_MAX_APPEND:
+	case P2Z_ECLI_OPT_MAX_APPEND:
 		a->p.max_append_bytes = (uint32_t)v;
 		break;
 	}
 	return 0;
 }
 
-static int cmd_create(int argc, char **argv)
+static int p2z_ecli_create(int argc, char **argv)
 {
-	struct create_args a = {
+	struct p2z_ecli_create_args a = {
 		.p = { .lba_bytes = 4096, .max_append_bytes = 512 * 1024 },
 	};
 	char why[WHY_LEN];
@@ -215,30 +205,33 @@ static int cmd_create(int argc, char **argv)
 	struct stat st;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, ":", create_opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, ":", p2z_ecli_create_opts, NULL)) !=
+	       -1) {
 		if (c == '?' || c == ':')
-			return usage_error(c, argv);
-		if (c == OPT_HELP) {
-			fputs(usage_text, stdout);
+			return p2z_cli_bad_option(PROG, p2z_ecli_usage, c,
+						  argv[optind - 1]);
+		if (c == P2Z_ECLI_OPT_HELP) {
+			fputs(p2z_ecli_usage, stdout);
 			return 0;
 		}
-		if (c == OPT_FORCE || c == OPT_VOLATILE_CACHE) {
-			a.flags |= c == OPT_FORCE ?
+		if (c == P2Z_ECLI_OPT_FORCE ||
+		    c == P2Z_ECLI_OPT_VOLATILE_CACHE) {
+			a.flags |= c == P2Z_ECLI_OPT_FORCE ?
 					   P2Z_EMU_CREATE_FORCE :
 					   P2Z_EMU_CREATE_VOLATILE_CACHE;
 			continue;
 		}
-		ret = create_opt(c, optarg, &a);
+		ret = p2z_ecli_create_opt(c, optarg, &a);
 		if (ret)
 			return ret;
 	}
 	if (optind != argc - 1)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "create needs exactly one IMAGE");
+		return p2z_cli_usage(PROG, p2z_ecli_usage,
+				     "create needs exactly one IMAGE");
 	path = argv[optind];
 	if (!a.have_size || !a.have_zones)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "create needs --zone-size and --zones");
+		return p2z_cli_usage(PROG, p2z_ecli_usage,
+				     "create needs --zone-size and --zones");
 	if (!a.have_cap)
 		a.p.cap_bytes = a.p.zone_bytes;
 	if (p2z_emu_check_params(&a.p, why, sizeof(why)))
@@ -250,7 +243,7 @@ static int cmd_create(int argc, char **argv)
 	return p2z_emu_create(path, &a.p, a.flags) ? EXIT_FAILURE : 0;
 }
 
-static void print_size(const char *label, uint64_t bytes, uint32_t lba)
+static void p2z_ecli_print_size(const char *label, uint64_t bytes, uint32_t lba)
 {
 	static const char *const units[] = { "KiB", "MiB", "GiB", "TiB" };
 	uint64_t v = bytes;
@@ -267,31 +260,25 @@ static void print_size(const char *label, uint64_t bytes, uint32_t lba)
 	printf(")\n");
 }
 
-static void print_limit(const char *label, uint32_t v)
-{
-	if (v)
-		printf("%-16s%u\n", label, v);
-	else
-		printf("%-16sunlimited\n", label);
-}
-
-static void print_geometry(const struct p2z_dev *dev, const struct p2z_geom *g,
-			   const struct p2z_emu_params *p)
+static void p2z_ecli_print_geometry(const struct p2z_dev *dev,
+				    const struct p2z_geom *g,
+				    const struct p2z_emu_params *p)
 {
 	const struct p2z_dev_info *in = &dev->info;
 
 	printf("%-16s%s (emu)\n", "image:", dev->path);
 	printf("%-16s%u\n", "lba size:", in->lba_bytes);
-	print_size("zone size:", in->zone_lba * in->lba_bytes, in->lba_bytes);
-	print_size("po2 zone size:", g->po2_zone_lba * in->lba_bytes,
-		   in->lba_bytes);
-	print_size("zone capacity:", p->cap_bytes, in->lba_bytes);
+	p2z_ecli_print_size("zone size:", in->zone_lba * in->lba_bytes,
+			    in->lba_bytes);
+	p2z_ecli_print_size("po2 zone size:", g->po2_zone_lba * in->lba_bytes,
+			    in->lba_bytes);
+	p2z_ecli_print_size("zone capacity:", p->cap_bytes, in->lba_bytes);
 	printf("%-16s%llu (%llu conventional, %llu sequential)\n",
 	       "zones:", (unsigned long long)in->nr_zones,
 	       (unsigned long long)p->nr_cnv_zones,
 	       (unsigned long long)(in->nr_zones - p->nr_cnv_zones));
-	print_limit("max open:", in->max_open);
-	print_limit("max active:", in->max_active);
+	p2z_cli_print_limit("max open:", in->max_open);
+	p2z_cli_print_limit("max active:", in->max_active);
 	printf("%-16s%u bytes\n", "max append:", in->max_append_bytes);
 	printf("%-16s%u bytes\n", "max transfer:", in->max_xfer_bytes);
 	printf("%-16s%s\n", "write cache:",
@@ -299,90 +286,43 @@ static void print_geometry(const struct p2z_dev *dev, const struct p2z_geom *g,
 				    "none (writes persist as they complete)");
 }
 
-static void format_faults(int bits, char *buf, size_t len)
+/*
+ * The options of report and set-zone: --help only.
+ *
+ * Return: the exit status if the command line is answered (--help, a
+ * usage error), or -1 to go on with the operands at argv[optind].
+ */
+static int p2z_ecli_plain_args(int argc, char **argv)
 {
-	static const struct {
-		int bit;
-		const char *word;
-	} names[] = {
-		{ P2Z_EMU_PENDING_READONLY, "read-only" },
-		{ P2Z_EMU_PENDING_OFFLINE, "offline" },
-		{ P2Z_EMU_PENDING_ONLINE, "online" },
-		{ P2Z_EMU_PENDING_FAIL_IO, "fail-next-io" },
-	};
-	size_t i, n = 0;
+	int c = getopt_long(argc, argv, ":", p2z_ecli_plain_opts, NULL);
 
-	snprintf(buf, len, "-");
-	for (i = 0; bits > 0 && i < sizeof(names) / sizeof(names[0]); i++)
-		if (bits & names[i].bit)
-			n += (size_t)snprintf(buf + n, n < len ? len - n : 0,
-					      "%s%s", n ? "," : "",
-					      names[i].word);
-}
-
-static void print_zone(struct p2z_dev *dev, const struct p2z_geom *g,
-		       uint64_t zidx, const struct p2z_zone_info *zi)
-{
-	uint64_t lba = dev->info.lba_bytes;
-	char wp[24], faults[64];
-
-	if (zi->type == P2Z_ZONE_TYPE_CNV)
-		snprintf(wp, sizeof(wp), "-");
-	else
-		snprintf(wp, sizeof(wp), "%llu",
-			 (unsigned long long)((zi->wp_lba - zi->start_lba) *
-					      lba));
-	format_faults(p2z_emu_pending_faults(dev, zidx), faults,
-		      sizeof(faults));
-	printf("%6llu %-4s %-14s %15llu %15s %15llu %15llu %s\n",
-	       (unsigned long long)zidx,
-	       zi->type == P2Z_ZONE_TYPE_CNV ? "cnv" : "seq",
-	       p2z_zone_cond_name(zi->cond),
-	       (unsigned long long)(zi->start_lba * lba), wp,
-	       (unsigned long long)(zi->cap_lba * lba),
-	       (unsigned long long)(p2z_geom_po2_zone_start(g, zidx) * lba),
-	       faults);
-}
-
-static int report_zones(struct p2z_dev *dev, const struct p2z_geom *g)
-{
-	struct p2z_zone_info zi[256];
-	uint64_t zidx = 0;
-	int n, i;
-
-	printf("\n# start, capacity, po2-start: bytes; wp: write pointer - zone start, bytes\n");
-	printf("%6s %-4s %-14s %15s %15s %15s %15s %s\n", "zone", "type",
-	       "cond", "start", "wp", "capacity", "po2-start", "pending");
-	while (zidx < dev->info.nr_zones) {
-		n = p2z_dev_report_zones(dev, zidx, 256, zi);
-		if (n <= 0)
-			return p2z_cli_fail(PROG, EXIT_FAILURE,
-					    "%s: report zones: %s", dev->path,
-					    strerror(n ? -n : EIO));
-		for (i = 0; i < n; i++)
-			print_zone(dev, g, zidx + (uint64_t)i, &zi[i]);
-		zidx += (uint64_t)n;
-	}
+	if (c == -1)
+		return -1;
+	if (c != P2Z_ECLI_OPT_HELP)
+		return p2z_cli_bad_option(PROG, p2z_ecli_usage, c,
+					  argv[optind - 1]);
+	fputs(p2z_ecli_usage, stdout);
 	return 0;
 }
 
-static int cmd_report(int argc, char **argv)
+static int p2z_ecli_report(int argc, char **argv)
 {
+	static const struct p2z_cli_report_opts p2z_ecli_report_opts = {
+		.bytes = true,
+		.faults = true,
+	};
 	struct p2z_emu_params p;
 	char why[WHY_LEN];
 	struct p2z_dev *dev;
 	struct p2z_geom g;
-	int c, ret;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, ":", plain_opts, NULL)) != -1) {
-		if (c != OPT_HELP)
-			return usage_error(c, argv);
-		fputs(usage_text, stdout);
-		return 0;
-	}
+	ret = p2z_ecli_plain_args(argc, argv);
+	if (ret >= 0)
+		return ret;
 	if (optind != argc - 1)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "report needs exactly one IMAGE");
+		return p2z_cli_usage(PROG, p2z_ecli_usage,
+				     "report needs exactly one IMAGE");
 	if (p2z_emu_check_image(argv[optind], &p, why, sizeof(why)))
 		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s: %s", argv[optind],
 				    why);
@@ -396,8 +336,8 @@ static int cmd_report(int argc, char **argv)
 		ret = p2z_cli_fail(PROG, EXIT_FAILURE, "%s: geometry: %s",
 				   dev->path, strerror(-ret));
 	} else {
-		print_geometry(dev, &g, &p);
-		ret = report_zones(dev, &g);
+		p2z_ecli_print_geometry(dev, &g, &p);
+		ret = p2z_cli_report_zones(dev, &g, &p2z_ecli_report_opts);
 	}
 	p2z_dev_close(dev);
 	if (!ret && fflush(stdout))
@@ -406,26 +346,23 @@ static int cmd_report(int argc, char **argv)
 	return ret;
 }
 
-static int cmd_set_zone(int argc, char **argv)
+static int p2z_ecli_set_zone(int argc, char **argv)
 {
 	struct p2z_emu_params p;
 	enum p2z_emu_fault fault;
 	char why[WHY_LEN];
 	const char *path;
 	uint64_t zidx;
-	int c;
+	int ret;
 
-	while ((c = getopt_long(argc, argv, ":", plain_opts, NULL)) != -1) {
-		if (c != OPT_HELP)
-			return usage_error(c, argv);
-		fputs(usage_text, stdout);
-		return 0;
-	}
+	ret = p2z_ecli_plain_args(argc, argv);
+	if (ret >= 0)
+		return ret;
 	if (optind != argc - 3)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "set-zone needs IMAGE ZONE FAULT");
+		return p2z_cli_usage(PROG, p2z_ecli_usage,
+				     "set-zone needs IMAGE ZONE FAULT");
 	path = argv[optind];
-	if (parse_u64(argv[optind + 1], false, &zidx))
+	if (p2z_ecli_parse_u64(argv[optind + 1], false, &zidx))
 		return p2z_cli_fail(PROG, EXIT_FAILURE,
 				    "'%s' is not a zone number",
 				    argv[optind + 1]);
@@ -447,24 +384,18 @@ static int cmd_set_zone(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
-	const char *cmd = argc > 1 ? argv[1] : NULL;
+	int ret = p2z_cli_main(PROG, p2z_ecli_usage, argc, argv);
 
+	if (ret >= 0)
+		return ret;
 	opterr = 0;
-	if (!cmd)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "missing command (see " PROG " --help)");
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
-	    !strcmp(cmd, "help")) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
 	/* Each command parses its own options; argv[1] plays argv[0]. */
-	if (!strcmp(cmd, "create"))
-		return cmd_create(argc - 1, argv + 1);
-	if (!strcmp(cmd, "report"))
-		return cmd_report(argc - 1, argv + 1);
-	if (!strcmp(cmd, "set-zone"))
-		return cmd_set_zone(argc - 1, argv + 1);
-	return p2z_cli_fail(PROG, EXIT_USAGE,
-			    "unknown command '%s' (see " PROG " --help)", cmd);
+	if (!strcmp(argv[1], "create"))
+		return p2z_ecli_create(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "report"))
+		return p2z_ecli_report(argc - 1, argv + 1);
+	if (!strcmp(argv[1], "set-zone"))
+		return p2z_ecli_set_zone(argc - 1, argv + 1);
+	return p2z_cli_usage(PROG, p2z_ecli_usage, "unknown command '%s'",
+			     argv[1]);
 }

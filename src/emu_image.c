@@ -6,7 +6,7 @@
  * builds on this file, not the other way round.
  *
  * Image layout (all integers little-endian):
- *   [0, 4096)             header (struct emu_hdr, CRC32C protected)
+ *   [0, 4096)             header (struct p2z_emu_hdr, CRC32C protected)
  *   [4096, ...)           zone table: one struct p2z_emu_zent per zone,
  *                         16 bytes (write pointer and condition in one
  *                         8-byte word, see emu_priv.h)
@@ -33,7 +33,7 @@
 #define EMU_DATA_ALIGN (1ULL << 20)
 
 /* On-disk header, little-endian, 88 bytes at offset 0. */
-struct emu_hdr {
+struct p2z_emu_hdr {
 	uint8_t magic[P2Z_EMU_MAGIC_LEN];
 	uint32_t version;
 	uint32_t lba_bytes;
@@ -54,7 +54,7 @@ struct emu_hdr {
 /* Header flags. */
 #define EMU_HDR_VOLATILE_CACHE (1U << 0) /* create --volatile-cache */
 #define EMU_HDR_FLAGS EMU_HDR_VOLATILE_CACHE
-_Static_assert(sizeof(struct emu_hdr) == 88, "emu header layout");
+_Static_assert(sizeof(struct p2z_emu_hdr) == 88, "emu header layout");
 
 int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
 {
@@ -100,8 +100,8 @@ uint32_t p2z_emu_crc32c(const void *buf, size_t len)
 
 /* ---- geometry and validation */
 
-static int emu_check_values(const struct p2z_emu_params *p, char *why,
-			    size_t why_len)
+static int p2z_emu_check_values(const struct p2z_emu_params *p, char *why,
+				size_t why_len)
 {
 	uint64_t lba = p->lba_bytes;
 
@@ -154,14 +154,14 @@ static int emu_check_values(const struct p2z_emu_params *p, char *why,
 }
 
 /* Validate @p and compute the layout of its image. */
-static int emu_geom_from_params(struct p2z_emu_geom *g,
-				const struct p2z_emu_params *p, char *why,
-				size_t why_len)
+static int p2z_emu_geom_from_params(struct p2z_emu_geom *g,
+				    const struct p2z_emu_params *p, char *why,
+				    size_t why_len)
 {
 	uint64_t table_end, data_bytes;
 	int ret;
 
-	ret = emu_check_values(p, why, why_len);
+	ret = p2z_emu_check_values(p, why, why_len);
 	if (ret)
 		return ret;
 	memset(g, 0, sizeof(*g));
@@ -196,10 +196,11 @@ int p2z_emu_check_params(const struct p2z_emu_params *p, char *why,
 {
 	struct p2z_emu_geom g;
 
-	return emu_geom_from_params(&g, p, why, why_len);
+	return p2z_emu_geom_from_params(&g, p, why, why_len);
 }
 
-static void emu_hdr_encode(struct emu_hdr *h, const struct p2z_emu_geom *g)
+static void p2z_emu_hdr_encode(struct p2z_emu_hdr *h,
+			       const struct p2z_emu_geom *g)
 {
 	memset(h, 0, sizeof(*h));
 	memcpy(h->magic, P2Z_EMU_MAGIC, P2Z_EMU_MAGIC_LEN);
@@ -216,12 +217,13 @@ static void emu_hdr_encode(struct emu_hdr *h, const struct p2z_emu_geom *g)
 	h->table_ofs = htole64(P2Z_EMU_HDR_BYTES);
 	h->data_ofs = htole64(g->data_ofs);
 	h->flags = htole32(g->volatile_cache ? EMU_HDR_VOLATILE_CACHE : 0);
-	h->crc = htole32(p2z_emu_crc32c(h, offsetof(struct emu_hdr, crc)));
+	h->crc = htole32(p2z_emu_crc32c(h, offsetof(struct p2z_emu_hdr, crc)));
 }
 
 /* Header fields to params; -EUCLEAN if they overflow a byte count. */
-static int emu_hdr_params(const struct emu_hdr *h, struct p2z_emu_params *p,
-			  char *why, size_t why_len)
+static int p2z_emu_hdr_params(const struct p2z_emu_hdr *h,
+			      struct p2z_emu_params *p, char *why,
+			      size_t why_len)
 {
 	uint64_t lba = le32toh(h->lba_bytes);
 
@@ -244,7 +246,7 @@ static int emu_hdr_params(const struct emu_hdr *h, struct p2z_emu_params *p,
 }
 
 /* fstat() @fd into @st and refuse anything but a regular file. */
-static int emu_check_regular(int fd, struct stat *st, char *why, size_t len)
+static int p2z_emu_check_regular(int fd, struct stat *st, char *why, size_t len)
 {
 	if (fstat(fd, st) < 0)
 		return p2z_emu_why(why, len, -errno, "%s", strerror(errno));
@@ -254,16 +256,17 @@ static int emu_check_regular(int fd, struct stat *st, char *why, size_t len)
 }
 
 /* Read and check the header of the image open on @fd; fill @g. */
-static int emu_load_hdr(int fd, struct p2z_emu_geom *g, char *why, size_t len)
+static int p2z_emu_load_hdr(int fd, struct p2z_emu_geom *g, char *why,
+			    size_t len)
 {
 	char sub[P2Z_EMU_WHY_LEN] = "";
 	struct p2z_emu_params p;
-	struct emu_hdr h;
+	struct p2z_emu_hdr h;
 	struct stat st;
 	ssize_t n;
 	int ret;
 
-	ret = emu_check_regular(fd, &st, why, len);
+	ret = p2z_emu_check_regular(fd, &st, why, len);
 	if (ret)
 		return ret;
 	n = pread(fd, &h, sizeof(h), 0);
@@ -281,12 +284,13 @@ static int emu_load_hdr(int fd, struct p2z_emu_geom *g, char *why, size_t len)
 		return p2z_emu_why(why, len, -EUCLEAN,
 				   "unsupported image version %u (expected %u)",
 				   le32toh(h.version), EMU_VERSION);
-	if (le32toh(h.crc) != p2z_emu_crc32c(&h, offsetof(struct emu_hdr, crc)))
+	if (le32toh(h.crc) !=
+	    p2z_emu_crc32c(&h, offsetof(struct p2z_emu_hdr, crc)))
 		return p2z_emu_why(why, len, -EUCLEAN,
 				   "header checksum mismatch");
-	ret = emu_hdr_params(&h, &p, sub, sizeof(sub));
+	ret = p2z_emu_hdr_params(&h, &p, sub, sizeof(sub));
 	if (!ret)
-		ret = emu_geom_from_params(g, &p, sub, sizeof(sub));
+		ret = p2z_emu_geom_from_params(g, &p, sub, sizeof(sub));
 	if (ret)
 		return p2z_emu_why(why, len, -EUCLEAN,
 				   "inconsistent geometry: %s", sub);
@@ -303,7 +307,7 @@ static int emu_load_hdr(int fd, struct p2z_emu_geom *g, char *why, size_t len)
 	return 0;
 }
 
-static bool emu_cond_is_valid(uint8_t cond, bool cnv)
+static bool p2z_emu_cond_is_valid(uint8_t cond, bool cnv)
 {
 	switch (cond) {
 	case P2Z_ZONE_COND_READONLY:
@@ -321,8 +325,9 @@ static bool emu_cond_is_valid(uint8_t cond, bool cnv)
 	return false;
 }
 
-static int emu_check_table(const struct p2z_emu_zent *zt,
-			   const struct p2z_emu_geom *g, char *why, size_t len)
+static int p2z_emu_check_table(const struct p2z_emu_zent *zt,
+			       const struct p2z_emu_geom *g, char *why,
+			       size_t len)
 {
 	uint64_t zidx;
 
@@ -334,7 +339,7 @@ static int emu_check_table(const struct p2z_emu_zent *zt,
 			__atomic_load_n(&zt[zidx].fault, __ATOMIC_RELAXED);
 
 		p2z_emu_zent_load(&zt[zidx], &wp, &cond);
-		if (!emu_cond_is_valid(cond, cnv))
+		if (!p2z_emu_cond_is_valid(cond, cnv))
 			return p2z_emu_why(why, len, -EUCLEAN,
 					   "zone %llu: invalid condition 0x%x",
 					   (unsigned long long)zidx, cond);
@@ -354,8 +359,8 @@ static int emu_check_table(const struct p2z_emu_zent *zt,
 }
 
 /* Map header and table; @fd is open read-write unless @rdonly. */
-static int emu_map(int fd, const struct p2z_emu_geom *g, bool rdonly,
-		   void **mapp, char *why, size_t len)
+static int p2z_emu_map(int fd, const struct p2z_emu_geom *g, bool rdonly,
+		       void **mapp, char *why, size_t len)
 {
 	int prot = PROT_READ | (rdonly ? 0 : PROT_WRITE);
 	void *map;
@@ -369,7 +374,7 @@ static int emu_map(int fd, const struct p2z_emu_geom *g, bool rdonly,
 }
 
 /* open(2) an existing image; a directory is "not a regular file". */
-static int emu_open_file(const char *path, int flags, char *why, size_t len)
+static int p2z_emu_open_file(const char *path, int flags, char *why, size_t len)
 {
 	int fd = open(path, flags | O_CLOEXEC | O_NONBLOCK);
 
@@ -384,7 +389,8 @@ static int emu_open_file(const char *path, int flags, char *why, size_t len)
  * Take the image's lock without waiting: one writer, or any number of
  * read-only users, never both (see enum p2z_emu_lock).
  */
-static int emu_lock(int fd, enum p2z_emu_lock lock, char *why, size_t len)
+static int p2z_emu_take_lock(int fd, enum p2z_emu_lock lock, char *why,
+			     size_t len)
 {
 	int op = lock == P2Z_EMU_LOCK_EXCL ? LOCK_EX : LOCK_SH;
 
@@ -395,7 +401,7 @@ static int emu_lock(int fd, enum p2z_emu_lock lock, char *why, size_t len)
 	return errno == EWOULDBLOCK ?
 		       p2z_emu_why(
 			       why, len, -EBUSY,
-			       "Device or resource busy (in use by another process)") :
+			       "Device or resource busy (mounted by po2zfs, or in use by another program)") :
 		       p2z_emu_why(why, len, -errno, "flock: %s",
 				   strerror(errno));
 }
@@ -407,17 +413,18 @@ int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
 	void *map = NULL;
 	int fd, ret;
 
-	fd = emu_open_file(path, rdonly ? O_RDONLY : O_RDWR, why, why_len);
+	fd = p2z_emu_open_file(path, rdonly ? O_RDONLY : O_RDWR, why, why_len);
 	if (fd < 0)
 		return fd;
-	ret = emu_lock(fd, rdonly ? lock : P2Z_EMU_LOCK_EXCL, why, why_len);
+	ret = p2z_emu_take_lock(fd, rdonly ? lock : P2Z_EMU_LOCK_EXCL, why,
+				why_len);
 	if (!ret)
-		ret = emu_load_hdr(fd, g, why, why_len);
+		ret = p2z_emu_load_hdr(fd, g, why, why_len);
 	if (!ret)
-		ret = emu_map(fd, g, rdonly, &map, why, why_len);
+		ret = p2z_emu_map(fd, g, rdonly, &map, why, why_len);
 	if (ret)
 		goto out_close;
-	ret = emu_check_table(p2z_emu_table(map), g, why, why_len);
+	ret = p2z_emu_check_table(p2z_emu_table(map), g, why, why_len);
 	if (ret)
 		goto out_unmap;
 	*fdp = fd;
@@ -437,14 +444,14 @@ out_close:
  * Whether the file open on @fd starts with an image's magic: --force
  * replaces an image, never another file (a VM disk mistyped for one).
  */
-static int emu_check_replaceable(int fd, char *why, size_t len)
+static int p2z_emu_check_replaceable(int fd, char *why, size_t len)
 {
 	char magic[P2Z_EMU_MAGIC_LEN];
 	struct stat st;
 	ssize_t n;
 	int ret;
 
-	ret = emu_check_regular(fd, &st, why, len);
+	ret = p2z_emu_check_regular(fd, &st, why, len);
 	if (ret)
 		return ret;
 	n = pread(fd, magic, sizeof(magic), 0);
@@ -463,8 +470,8 @@ static int emu_check_replaceable(int fd, char *why, size_t len)
  * the device's user writes. --force replaces an existing image only, and
  * never through a symbolic link.
  */
-static int emu_open_for_create(const char *path, bool force, bool *created,
-			       char *why, size_t len)
+static int p2z_emu_open_for_create(const char *path, bool force, bool *created,
+				   char *why, size_t len)
 {
 	int fd, ret;
 
@@ -489,7 +496,7 @@ static int emu_open_for_create(const char *path, bool force, bool *created,
 		return p2z_emu_why(why, len, -EINVAL, "not a regular file");
 	if (fd < 0)
 		return p2z_emu_why(why, len, -errno, "%s", strerror(errno));
-	ret = emu_check_replaceable(fd, why, len);
+	ret = p2z_emu_check_replaceable(fd, why, len);
 	if (ret) {
 		close(fd);
 		return ret;
@@ -497,8 +504,8 @@ static int emu_open_for_create(const char *path, bool force, bool *created,
 	return fd;
 }
 
-static int emu_write_table(int fd, const struct p2z_emu_geom *g, char *why,
-			   size_t len)
+static int p2z_emu_write_table(int fd, const struct p2z_emu_geom *g, char *why,
+			       size_t len)
 {
 	struct p2z_emu_zent buf[256];
 	uint64_t zidx = 0, i, n;
@@ -524,16 +531,16 @@ static int emu_write_table(int fd, const struct p2z_emu_geom *g, char *why,
 }
 
 /* Fill the file open on @fd with an empty device; the header goes last. */
-static int emu_format(int fd, const struct p2z_emu_geom *g, char *why,
-		      size_t len)
+static int p2z_emu_format(int fd, const struct p2z_emu_geom *g, char *why,
+			  size_t len)
 {
-	struct emu_hdr h;
+	struct p2z_emu_hdr h;
 	struct stat st;
 	int ret;
 
-	ret = emu_check_regular(fd, &st, why, len);
+	ret = p2z_emu_check_regular(fd, &st, why, len);
 	if (!ret)
-		ret = emu_lock(fd, P2Z_EMU_LOCK_EXCL, why, len);
+		ret = p2z_emu_take_lock(fd, P2Z_EMU_LOCK_EXCL, why, len);
 	if (ret)
 		return ret;
 	if (ftruncate(fd, 0) < 0 || ftruncate(fd, (off_t)g->file_bytes) < 0)
@@ -541,10 +548,10 @@ static int emu_format(int fd, const struct p2z_emu_geom *g, char *why,
 				   "sizing the image to %llu bytes: %s",
 				   (unsigned long long)g->file_bytes,
 				   strerror(errno));
-	ret = emu_write_table(fd, g, why, len);
+	ret = p2z_emu_write_table(fd, g, why, len);
 	if (ret)
 		return ret;
-	emu_hdr_encode(&h, g);
+	p2z_emu_hdr_encode(&h, g);
 	ret = p2z_emu_pwrite_full(fd, &h, sizeof(h), 0);
 	if (!ret && fsync(fd) < 0)
 		ret = -errno;
@@ -563,16 +570,16 @@ int p2z_emu_create(const char *path, const struct p2z_emu_params *p,
 	struct p2z_emu_geom g;
 	int fd, ret;
 
-	ret = emu_geom_from_params(&g, p, why, sizeof(why));
+	ret = p2z_emu_geom_from_params(&g, p, why, sizeof(why));
 	if (ret)
 		goto out_log;
 	g.volatile_cache = flags & P2Z_EMU_CREATE_VOLATILE_CACHE;
-	fd = emu_open_for_create(path, force, &created, why, sizeof(why));
+	fd = p2z_emu_open_for_create(path, force, &created, why, sizeof(why));
 	if (fd < 0) {
 		ret = fd;
 		goto out_log;
 	}
-	ret = emu_format(fd, &g, why, sizeof(why));
+	ret = p2z_emu_format(fd, &g, why, sizeof(why));
 	close(fd);
 	if (ret && created)
 		unlink(path);
@@ -583,8 +590,8 @@ out_log:
 	return ret;
 }
 
-static void emu_geom_params(const struct p2z_emu_geom *g,
-			    struct p2z_emu_params *p)
+static void p2z_emu_geom_params(const struct p2z_emu_geom *g,
+				struct p2z_emu_params *p)
 {
 	p->lba_bytes = g->lba_bytes;
 	p->zone_bytes = g->zone_bytes;
@@ -608,14 +615,14 @@ int p2z_emu_check_image(const char *path, struct p2z_emu_params *p, char *why,
 	if (ret)
 		return ret;
 	if (p)
-		emu_geom_params(&g, p);
+		p2z_emu_geom_params(&g, p);
 	munmap(map, g.map_bytes);
 	close(fd);
 	return 0;
 }
 
 /* Record a fault in a shared fault byte; the last condition fault wins. */
-static void emu_record_fault(uint8_t *f, enum p2z_emu_fault fault)
+static void p2z_emu_record_fault(uint8_t *f, enum p2z_emu_fault fault)
 {
 	uint8_t old = __atomic_load_n(f, __ATOMIC_RELAXED), new;
 
@@ -655,22 +662,22 @@ int p2z_emu_image_record_fault(const char *path, uint64_t zidx,
 	if ((unsigned int)fault > P2Z_EMU_FAULT_FAIL_NEXT_IO)
 		return p2z_emu_why(why, len, -EINVAL, "unknown fault %d",
 				   fault);
-	fd = emu_open_file(path, O_RDWR, why, len);
+	fd = p2z_emu_open_file(path, O_RDWR, why, len);
 	if (fd < 0)
 		return fd;
-	ret = emu_load_hdr(fd, &g, why, len);
+	ret = p2z_emu_load_hdr(fd, &g, why, len);
 	if (!ret && zidx >= g.nr_zones)
 		ret = p2z_emu_why(why, len, -EINVAL,
 				  "zone %llu out of range (%llu zones)",
 				  (unsigned long long)zidx,
 				  (unsigned long long)g.nr_zones);
 	if (!ret)
-		ret = emu_map(fd, &g, false, &map, why, len);
+		ret = p2z_emu_map(fd, &g, false, &map, why, len);
 	close(fd);
 	if (ret)
 		return ret;
 	zt = p2z_emu_table(map);
-	emu_record_fault(&zt[zidx].fault, fault);
+	p2z_emu_record_fault(&zt[zidx].fault, fault);
 	munmap(map, g.map_bytes);
 	return 0;
 }
@@ -678,7 +685,7 @@ int p2z_emu_image_record_fault(const char *path, uint64_t zidx,
 static const struct {
 	const char *word;
 	enum p2z_emu_fault fault;
-} emu_fault_words[] = {
+} p2z_emu_fault_words[] = {
 	{ "clear", P2Z_EMU_FAULT_CLEAR },
 	{ "read-only", P2Z_EMU_FAULT_READONLY },
 	{ "offline", P2Z_EMU_FAULT_OFFLINE },
@@ -687,15 +694,15 @@ static const struct {
 };
 
 #define EMU_NR_FAULT_WORDS \
-	(sizeof(emu_fault_words) / sizeof(emu_fault_words[0]))
+	(sizeof(p2z_emu_fault_words) / sizeof(p2z_emu_fault_words[0]))
 
 int p2z_emu_fault_parse(const char *word, enum p2z_emu_fault *fault)
 {
 	size_t i;
 
 	for (i = 0; i < EMU_NR_FAULT_WORDS; i++) {
-		if (!strcmp(word, emu_fault_words[i].word)) {
-			*fault = emu_fault_words[i].fault;
+		if (!strcmp(word, p2z_emu_fault_words[i].word)) {
+			*fault = p2z_emu_fault_words[i].fault;
 			return 0;
 		}
 	}
@@ -707,7 +714,7 @@ const char *p2z_emu_fault_name(enum p2z_emu_fault fault)
 	size_t i;
 
 	for (i = 0; i < EMU_NR_FAULT_WORDS; i++)
-		if (emu_fault_words[i].fault == fault)
-			return emu_fault_words[i].word;
+		if (p2z_emu_fault_words[i].fault == fault)
+			return p2z_emu_fault_words[i].word;
 	return "unknown";
 }

@@ -1,19 +1,22 @@
 /* SPDX-License-Identifier: GPL-2.0-or-later */
 /*
- * Internal interface between the two halves of the emu backend, for them
- * alone (and their tests): emu_image.c knows the image format (create,
- * validate, faults set from another process) and dev_emu.c runs the device
- * (zone state machine, I/O, applying faults). The image layout is described
- * in emu_image.c.
+ * Internal interface between the files of the emu backend, for them alone
+ * (and their tests): emu_image.c knows the image format (create, validate,
+ * faults set from another process); dev_emu.c runs the device (zone state
+ * machine, I/O, applying faults) with emu_cache.c (its volatile write
+ * cache) and emu_host.c (the image file as its medium: data I/O, syncs,
+ * O_DIRECT). The image layout is described in emu_image.c.
  */
 #ifndef PO2ZFS_EMU_PRIV_H
 #define PO2ZFS_EMU_PRIV_H
 
 #include <endian.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 
 #define P2Z_EMU_MAGIC "PO2ZEMU\n"
@@ -209,5 +212,268 @@ int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs);
  */
 int p2z_emu_image_record_fault(const char *path, uint64_t zidx,
 			       enum p2z_emu_fault fault, char *why, size_t len);
+
+/* ---- the running device: dev_emu.c, emu_cache.c, emu_host.c */
+
+/*
+ * A zone, and its part of the volatile write cache (images created with
+ * --volatile-cache; see emu_cache.c).
+ */
+struct p2z_emu_zone {
+	pthread_mutex_t lock;
+	uint64_t open_seq; /* when it was opened; guarded by e->res_lock */
+	/* The device's state word (host order, packed as the table's): the
+	 * table holds the persisted one. Written under res_lock. */
+	uint64_t vstate;
+	bool dirty; /* vstate may differ from the table; res_lock, atomic */
+	bool has_snap; /* flush: store @snap after the data sync; res_lock */
+	uint64_t snap;
+	/* Cached data, zone lock: of a sequential zone, LBAs [cstart,
+	 * cstart + cnlb); of a conventional one, a log of cused bytes of
+	 * writes (struct p2z_emu_cnv_ext and its data), cnlb LBAs in all. */
+	void *cbuf;
+	size_t ccap; /* bytes allocated at cbuf */
+	size_t cused;
+	uint64_t cstart, cnlb;
+};
+
+/* A write cached in a conventional zone's log, its data after it. */
+struct p2z_emu_cnv_ext {
+	uint64_t rel; /* LBA in the zone */
+	uint64_t nlb;
+};
+
+/* Buffer alignment used for O_DIRECT: enough for every Linux filesystem. */
+#define P2Z_EMU_DIO_ALIGN 4096
+
+struct p2z_emu_dev {
+	struct p2z_dev dev;
+	int fd;
+	int data_fd; /* zone data: fd, or an O_DIRECT descriptor of the image */
+	bool rdonly;
+	bool direct; /* data_fd is O_DIRECT */
+	struct p2z_emu_geom g;
+	void *map;
+	struct p2z_emu_zent *zt; /* in map, shared with other processes */
+	struct p2z_emu_zone *zones;
+	pthread_mutex_t res_lock;
+	uint32_t nr_open; /* guarded by res_lock */
+	uint32_t nr_active; /* guarded by res_lock */
+	/* P2Z_EMU_WRITE_DELAY_US, tests only: see __p2z_emu_seq_write() */
+	unsigned int write_delay_us;
+	bool vwc; /* volatile write cache (never on read-only devices) */
+	uint64_t cache_max; /* destage beyond this many cached bytes */
+	uint64_t cache_bytes; /* cached in all zones; atomic */
+	uint64_t open_seq; /* guarded by res_lock */
+};
+
+static inline struct p2z_emu_dev *p2z_emu_of(struct p2z_dev *dev)
+{
+	return container_of(dev, struct p2z_emu_dev, dev);
+}
+/* Default bound of the volatile cache: 64 MiB over all zones. */
+#define P2Z_EMU_CACHE_MAX_BYTES (64ULL << 20)
+
+static inline bool p2z_emu_zone_is_cnv(const struct p2z_emu_dev *e,
+				       uint64_t zidx)
+{
+	return zidx < e->g.nr_cnv;
+}
+
+/* File offset of LBA @rel of zone @zidx. */
+static inline uint64_t p2z_emu_file_ofs(const struct p2z_emu_dev *e,
+					uint64_t zidx, uint64_t rel)
+{
+	return e->g.data_ofs + zidx * e->g.zone_bytes + rel * e->g.lba_bytes;
+}
+
+/* emu_host.c: the image file as the medium */
+
+/**
+ * p2z_emu_host_error() - log a failed I/O on the image, in one line
+ * @e: device
+ * @what: the operation ("read", "write", "flush", ...)
+ * @ofs: byte offset in the image
+ * @err: the -errno the host returned
+ *
+ * Return: -EIO (a host ENOSPC must not read as "zone full").
+ */
+int p2z_emu_host_error(struct p2z_emu_dev *e, const char *what, uint64_t ofs,
+		       int err);
+
+/**
+ * p2z_emu_data_read() - read zone data from the image
+ * @e: device
+ * @buf: destination (any alignment: O_DIRECT goes through a bounce buffer)
+ * @len: bytes
+ * @ofs: byte offset in the image
+ *
+ * Return: 0 or a system call's -errno (-ENODATA if the image shrank).
+ */
+int p2z_emu_data_read(struct p2z_emu_dev *e, void *buf, size_t len,
+		      uint64_t ofs);
+
+/**
+ * p2z_emu_data_write() - write zone data to the image
+ * @e: device
+ * @buf: data (any alignment)
+ * @len: bytes
+ * @ofs: byte offset in the image
+ * @rwf: RWF_DSYNC for a FUA write, or 0
+ *
+ * Return: 0 or a system call's -errno.
+ */
+int p2z_emu_data_write(struct p2z_emu_dev *e, const void *buf, size_t len,
+		       uint64_t ofs, int rwf);
+
+/**
+ * p2z_emu_sync_zent() - make a zone's table entry durable (msync())
+ * @e: device
+ * @zidx: zone index
+ *
+ * Return: 0 or -EIO, logged.
+ */
+int p2z_emu_sync_zent(struct p2z_emu_dev *e, uint64_t zidx);
+
+/**
+ * p2z_emu_fdatasync() - fdatasync() the image
+ * @e: device
+ *
+ * Return: 0 or -EIO, logged.
+ */
+int p2z_emu_fdatasync(struct p2z_emu_dev *e);
+
+/**
+ * p2z_emu_zero_range() - zero a byte range of the image (a hole if it can)
+ * @fd: the image
+ * @ofs: byte offset
+ * @len: bytes
+ *
+ * Return: 0 or a system call's -errno.
+ */
+int p2z_emu_zero_range(int fd, uint64_t ofs, uint64_t len);
+
+/**
+ * p2z_emu_open_direct() - open the image again, O_DIRECT, for zone data
+ * @path: image path
+ * @fd: the descriptor holding (and locking) the image
+ * @g: its geometry
+ * @rdonly: open read-only
+ * @dfdp: receives the O_DIRECT descriptor
+ * @why: receives a one-line reason on failure
+ * @len: size of @why
+ *
+ * Refuses a path renamed over since @fd was opened, and a host that does
+ * not take direct I/O of one LBA.
+ *
+ * Return: 0, -EINVAL, -ESTALE, -ENOMEM or a system call's -errno.
+ */
+int p2z_emu_open_direct(const char *path, int fd, const struct p2z_emu_geom *g,
+			bool rdonly, int *dfdp, char *why, size_t len);
+
+/* emu_cache.c: the volatile write cache; __ functions: the caller holds
+ * the zone's lock */
+
+/**
+ * __p2z_emu_cache_drop() - forget a zone's cached data
+ * @e: device
+ * @z: the zone
+ */
+void __p2z_emu_cache_drop(struct p2z_emu_dev *e, struct p2z_emu_zone *z);
+
+/**
+ * __p2z_emu_cache_add() - cache a sequential write
+ * @e: device
+ * @z: the zone, whose cache ends at @wp if it holds anything
+ * @wp: zone offset written at (LBAs)
+ * @buf: data
+ * @nlb: LBAs
+ *
+ * Return: 0 or -ENOMEM.
+ */
+int __p2z_emu_cache_add(struct p2z_emu_dev *e, struct p2z_emu_zone *z,
+			uint64_t wp, const void *buf, uint64_t nlb);
+
+/**
+ * __p2z_emu_cache_writeback() - a zone's cached data to the image
+ * @e: device
+ * @zidx: zone index
+ *
+ * The table is not touched: data past the stored write pointer is never
+ * read.
+ *
+ * Return: 1 if data was written, 0 if there was none, or -EIO.
+ */
+int __p2z_emu_cache_writeback(struct p2z_emu_dev *e, uint64_t zidx);
+
+/**
+ * __p2z_emu_store_state() - store a state word in the zone table
+ * @e: device
+ * @zidx: zone index
+ * @st: packed state, host order
+ *
+ * Caller holds res_lock (not the zone lock).
+ */
+void __p2z_emu_store_state(struct p2z_emu_dev *e, uint64_t zidx, uint64_t st);
+
+/**
+ * __p2z_emu_zone_persist() - persist one zone: data, fdatasync(), state
+ * @e: device
+ * @zidx: zone index
+ * @sync: a second fdatasync() (FUA); else a destage
+ *
+ * Return: 0 or -EIO.
+ */
+int __p2z_emu_zone_persist(struct p2z_emu_dev *e, uint64_t zidx, bool sync);
+
+/**
+ * p2z_emu_cache_flush() - flush the volatile cache (every zone)
+ * @e: device
+ *
+ * Return: 0 or -EIO.
+ */
+int p2z_emu_cache_flush(struct p2z_emu_dev *e);
+
+/**
+ * __p2z_emu_cache_read() - read a sequential zone below its write pointer
+ * @e: device
+ * @zidx: zone index
+ * @buf: destination
+ * @rel: first LBA in the zone
+ * @nlb: LBAs
+ *
+ * Return: 0 or -EIO.
+ */
+int __p2z_emu_cache_read(struct p2z_emu_dev *e, uint64_t zidx, void *buf,
+			 uint64_t rel, uint64_t nlb);
+
+/**
+ * __p2z_emu_cnv_cache_read() - read a conventional zone through its log
+ * @e: device
+ * @zidx: zone index
+ * @buf: destination
+ * @rel: first LBA in the zone
+ * @nlb: LBAs
+ *
+ * Return: 0 or -EIO.
+ */
+int __p2z_emu_cnv_cache_read(struct p2z_emu_dev *e, uint64_t zidx, void *buf,
+			     uint64_t rel, uint64_t nlb);
+
+/**
+ * p2z_emu_cnv_cache_write() - a write to a conventional zone, cached
+ * @e: device
+ * @zidx: zone index
+ * @rel: first LBA in the zone
+ * @nlb: LBAs
+ * @buf: data
+ * @fua: persist the zone before returning
+ *
+ * Takes the zone lock.
+ *
+ * Return: 0 or -EIO.
+ */
+int p2z_emu_cnv_cache_write(struct p2z_emu_dev *e, uint64_t zidx, uint64_t rel,
+			    uint64_t nlb, const void *buf, bool fua);
 
 #endif /* PO2ZFS_EMU_PRIV_H */

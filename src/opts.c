@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "po2zfs/dev.h"
 #include "po2zfs/log.h"
 #include "po2zfs/opts.h"
 
@@ -157,8 +158,7 @@ static int p2z_parse_value_opt(struct p2z_opts *o, const char *opt)
 	if (klen == 6 && !strncmp(opt, "errors", 6))
 		return p2z_parse_errors(val, &o->zone.errors);
 	if (klen == 7 && !strncmp(opt, "backend", 7)) {
-		if (strcmp(val, "nvme") && strcmp(val, "zbd") &&
-		    strcmp(val, "emu"))
+		if (!p2z_dev_backend_is_known(val))
 			return -EINVAL;
 		snprintf(o->backend, sizeof(o->backend), "%s", val);
 		return 0;

@@ -26,16 +26,15 @@
 #include "po2zfs/geom.h"
 
 #define PROG "po2zfs-zone"
-#define EXIT_USAGE 2
 #define P2Z_MAP_PER_ROW 16
 
-static const char usage_text[] =
+static const char p2z_zcli_usage[] =
 	"Usage:\n"
 	"  " PROG " report [--json] DEVICE\n"
 	"  " PROG " map DEVICE\n"
 	"  " PROG " reset DEVICE ZONE|FIRST-LAST|--all [--yes]\n"
 	"  " PROG " finish DEVICE ZONE|FIRST-LAST|--all [--yes]\n"
-	"  " PROG " --help\n"
+	"  " PROG " --help | --version\n"
 	"\n"
 	"DEVICE: /dev/ngXnY, /dev/nvmeXnY, a zoned block device or an emulated\n"
 	"image (po2zfs-emu). ZONE: a device zone index, as report prints it.\n"
@@ -45,22 +44,23 @@ static const char usage_text[] =
 	"  --json             report as JSON\n"
 	"  --all              every sequential zone\n"
 	"  --yes              do not ask (needed when stdin is not a terminal)\n"
-	"  --help             this text\n";
+	"  --help             this text\n"
+	"  --version          the version\n";
 
 enum {
-	OPT_BACKEND = 256,
-	OPT_JSON,
-	OPT_ALL,
-	OPT_YES,
-	OPT_HELP,
+	P2Z_ZCLI_OPT_BACKEND = 256,
+	P2Z_ZCLI_OPT_JSON,
+	P2Z_ZCLI_OPT_ALL,
+	P2Z_ZCLI_OPT_YES,
+	P2Z_ZCLI_OPT_HELP,
 };
 
-static const struct option zone_opts[] = {
-	{ "backend", required_argument, NULL, OPT_BACKEND },
-	{ "json", no_argument, NULL, OPT_JSON },
-	{ "all", no_argument, NULL, OPT_ALL },
-	{ "yes", no_argument, NULL, OPT_YES },
-	{ "help", no_argument, NULL, OPT_HELP },
+static const struct option p2z_zcli_opts[] = {
+	{ "backend", required_argument, NULL, P2Z_ZCLI_OPT_BACKEND },
+	{ "json", no_argument, NULL, P2Z_ZCLI_OPT_JSON },
+	{ "all", no_argument, NULL, P2Z_ZCLI_OPT_ALL },
+	{ "yes", no_argument, NULL, P2Z_ZCLI_OPT_YES },
+	{ "help", no_argument, NULL, P2Z_ZCLI_OPT_HELP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -87,33 +87,27 @@ static int p2z_zcli_parse(int argc, char **argv, struct p2z_zcli *z)
 	z->cmd = argv[1];
 	/* argv[1] (the command) plays argv[0]; GNU getopt permutes. */
 	optind = 1;
-	while ((c = getopt_long(argc - 1, argv + 1, ":", zone_opts, NULL)) !=
-	       -1) {
+	while ((c = getopt_long(argc - 1, argv + 1, ":", p2z_zcli_opts,
+				NULL)) != -1) {
 		switch (c) {
-		case OPT_BACKEND:
+		case P2Z_ZCLI_OPT_BACKEND:
 			z->backend = optarg;
 			break;
-		case OPT_JSON:
+		case P2Z_ZCLI_OPT_JSON:
 			z->json = true;
 			break;
-		case OPT_ALL:
+		case P2Z_ZCLI_OPT_ALL:
 			z->all = true;
 			break;
-		case OPT_YES:
+		case P2Z_ZCLI_OPT_YES:
 			z->yes = true;
 			break;
-		case OPT_HELP:
-			fputs(usage_text, stdout);
+		case P2Z_ZCLI_OPT_HELP:
+			fputs(p2z_zcli_usage, stdout);
 			return 1;
-		case ':':
-			return p2z_cli_fail(PROG, EXIT_USAGE,
-					    "option '%s' needs a value",
-					    argv[optind]);
 		default:
-			return p2z_cli_fail(PROG, EXIT_USAGE,
-					    "unknown option '%s' (see " PROG
-					    " --help)",
-					    argv[optind]);
+			return p2z_cli_bad_option(PROG, p2z_zcli_usage, c,
+						  argv[optind]);
 		}
 	}
 	z->args = argv + 1 + optind;
@@ -131,16 +125,11 @@ static int p2z_zcli_open(const struct p2z_zcli *z, bool claim,
 	const char *path = z->args[0];
 	int ret;
 
+	/* p2z_dev_open() says why in one line (EBUSY: who may hold it). */
 	ret = p2z_dev_open(path, z->backend,
 			   claim ? 0 : P2Z_DEV_RDONLY | P2Z_DEV_PEEK, devp);
-	if (ret == -EBUSY)
-		return p2z_cli_fail(
-			PROG, EXIT_FAILURE,
-			"%s: %s (mounted by po2zfs, or claimed by another program)",
-			path, strerror(-ret));
 	if (ret)
-		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s: %s", path,
-				    strerror(-ret));
+		return EXIT_FAILURE;
 	ret = p2z_geom_init(g, (*devp)->info.lba_bytes, (*devp)->info.zone_lba,
 			    (*devp)->info.nr_zones);
 	if (ret) {
@@ -149,22 +138,6 @@ static int p2z_zcli_open(const struct p2z_zcli *z, bool claim,
 				    path, strerror(-ret));
 	}
 	return 0;
-}
-
-/*
- * Whole percent written, rounded down: 100 only for a zone written to its
- * capacity (full ones are: the write pointer rule of struct p2z_zone_info).
- */
-static unsigned int p2z_zcli_fill_pct(const struct p2z_zone_info *zi)
-{
-	uint64_t used = zi->wp_lba - zi->start_lba;
-
-	if (!zi->cap_lba || zi->cond == P2Z_ZONE_COND_OFFLINE)
-		return 0;
-	if (used == zi->cap_lba)
-		return 100;
-	/* used < cap: no overflow for any cap below 2^57 LBAs */
-	return (unsigned int)(used * 100 / zi->cap_lba);
 }
 
 typedef void (*p2z_zcli_zone_fn)(struct p2z_dev *dev, const struct p2z_geom *g,
@@ -220,14 +193,6 @@ static void p2z_zcli_print_lbas(const char *what, uint64_t lbas,
 		       bytes / 1024);
 }
 
-static void p2z_zcli_print_limit(const char *what, uint32_t v)
-{
-	if (v)
-		printf("%-16s%u\n", what, v);
-	else
-		printf("%-16s%s\n", what, "unlimited");
-}
-
 static void p2z_zcli_print_geometry(struct p2z_dev *dev,
 				    const struct p2z_geom *g, uint64_t nr_cnv)
 {
@@ -240,30 +205,8 @@ static void p2z_zcli_print_geometry(struct p2z_dev *dev,
 	printf("%-16s%" PRIu64 " (%" PRIu64 " conventional, %" PRIu64
 	       " sequential)\n",
 	       "zones:", in->nr_zones, nr_cnv, in->nr_zones - nr_cnv);
-	p2z_zcli_print_limit("max open:", in->max_open);
-	p2z_zcli_print_limit("max active:", in->max_active);
-}
-
-static void p2z_zcli_print_zone(struct p2z_dev *dev, const struct p2z_geom *g,
-				uint64_t zidx, const struct p2z_zone_info *zi,
-				void *arg)
-{
-	char wp[24], fill[8];
-
-	(void)dev;
-	(void)arg;
-	if (zi->type == P2Z_ZONE_TYPE_CNV) {
-		snprintf(wp, sizeof(wp), "-");
-		snprintf(fill, sizeof(fill), "-");
-	} else {
-		snprintf(wp, sizeof(wp), "%" PRIu64, zi->wp_lba);
-		snprintf(fill, sizeof(fill), "%u%%", p2z_zcli_fill_pct(zi));
-	}
-	printf("%6" PRIu64 " %-4s %-14s %12" PRIu64 " %12" PRIu64
-	       " %12s %12" PRIu64 " %5s\n",
-	       zidx, zi->type == P2Z_ZONE_TYPE_CNV ? "cnv" : "seq",
-	       p2z_zone_cond_name(zi->cond), zi->start_lba,
-	       p2z_geom_po2_zone_start(g, zidx), wp, zi->cap_lba, fill);
+	p2z_cli_print_limit("max open:", in->max_open);
+	p2z_cli_print_limit("max active:", in->max_active);
 }
 
 /* A JSON string: quotes, backslashes and control characters escaped. */
@@ -303,7 +246,7 @@ static void p2z_zcli_json_zone(struct p2z_dev *dev, const struct p2z_geom *g,
 	if (cnv)
 		printf("\"fill_pct\": null}");
 	else
-		printf("\"fill_pct\": %u}", p2z_zcli_fill_pct(zi));
+		printf("\"fill_pct\": %u}", p2z_cli_fill_pct(zi));
 	(void)dev;
 	(void)arg;
 }
@@ -346,14 +289,15 @@ static void p2z_zcli_count_cnv(struct p2z_dev *dev, const struct p2z_geom *g,
 
 static int p2z_zcli_report(const struct p2z_zcli *z)
 {
+	static const struct p2z_cli_report_opts opts = { .bytes = false };
 	uint64_t nr_cnv = 0;
 	struct p2z_dev *dev;
 	struct p2z_geom g;
 	int ret;
 
 	if (z->nr_args != 1)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "report needs exactly one DEVICE");
+		return p2z_cli_usage(PROG, p2z_zcli_usage,
+				     "report needs exactly one DEVICE");
 	ret = p2z_zcli_open(z, false, &dev, &g);
 	if (ret)
 		return ret;
@@ -362,13 +306,7 @@ static int p2z_zcli_report(const struct p2z_zcli *z)
 		ret = p2z_zcli_report_json(dev, &g, nr_cnv);
 	} else if (!ret) {
 		p2z_zcli_print_geometry(dev, &g, nr_cnv);
-		printf("\n# start, po2-start, wp, capacity: LBAs of %u bytes\n",
-		       dev->info.lba_bytes);
-		printf("%6s %-4s %-14s %12s %12s %12s %12s %5s\n", "zone",
-		       "type", "cond", "start", "po2-start", "wp", "capacity",
-		       "fill");
-		ret = p2z_zcli_for_each_zone(dev, &g, p2z_zcli_print_zone,
-					     NULL);
+		ret = p2z_cli_report_zones(dev, &g, &opts);
 	}
 	p2z_dev_close(dev);
 	if (!ret && fflush(stdout))
@@ -425,7 +363,7 @@ static void p2z_zcli_map_zone(struct p2z_dev *dev, const struct p2z_geom *g,
 			      void *arg)
 {
 	const struct p2z_zcli_map *m = arg;
-	unsigned int pct = p2z_zcli_fill_pct(zi);
+	unsigned int pct = p2z_cli_fill_pct(zi);
 	const char *color;
 	char letter, level;
 
@@ -457,8 +395,8 @@ static int p2z_zcli_map(const struct p2z_zcli *z)
 	int ret;
 
 	if (z->nr_args != 1)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "map needs exactly one DEVICE");
+		return p2z_cli_usage(PROG, p2z_zcli_usage,
+				     "map needs exactly one DEVICE");
 	ret = p2z_zcli_open(z, false, &dev, &g);
 	if (ret)
 		return ret;
@@ -538,9 +476,9 @@ static int p2z_zcli_zones_of(const struct p2z_zcli *z, struct p2z_dev *dev,
 		return 0;
 	}
 	if (p2z_zcli_parse_range(z->args[1], first, last))
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "'%s' is not a zone or a FIRST-LAST range",
-				    z->args[1]);
+		return p2z_cli_usage(PROG, p2z_zcli_usage,
+				     "'%s' is not a zone or a FIRST-LAST range",
+				     z->args[1]);
 	if (*last >= in->nr_zones)
 		return p2z_cli_fail(PROG, EXIT_FAILURE,
 				    "%s: zone %" PRIu64
@@ -711,8 +649,8 @@ static int p2z_zcli_mgmt(const struct p2z_zcli *z, enum p2z_zone_op op)
 	int ret;
 
 	if (z->nr_args != (z->all ? 1 : 2))
-		return p2z_cli_fail(
-			PROG, EXIT_USAGE,
+		return p2z_cli_usage(
+			PROG, p2z_zcli_usage,
 			"%s needs DEVICE and ZONE, FIRST-LAST or --all",
 			z->cmd);
 	/* Refuse before touching the device: nobody can say yes. */
@@ -747,35 +685,31 @@ out_close:
 
 int main(int argc, char **argv)
 {
-	const char *cmd = argc > 1 ? argv[1] : NULL;
+	const char *cmd = argv[argc > 1];
 	struct p2z_zcli z;
 	int ret;
 
+	ret = p2z_cli_main(PROG, p2z_zcli_usage, argc, argv);
+	if (ret >= 0)
+		return ret;
 	opterr = 0;
-	if (!cmd)
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "missing command (see " PROG " --help)");
-	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
-	    !strcmp(cmd, "help")) {
-		fputs(usage_text, stdout);
-		return 0;
-	}
 	if (strcmp(cmd, "report") && strcmp(cmd, "map") &&
 	    strcmp(cmd, "reset") && strcmp(cmd, "finish"))
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "unknown command '%s' (see " PROG
-				    " --help)",
-				    cmd);
+		return p2z_cli_usage(PROG, p2z_zcli_usage,
+				     "unknown command '%s'", cmd);
 	ret = p2z_zcli_parse(argc, argv, &z);
 	if (ret)
 		return ret > 1 ? ret : 0;
 	if (z.json && strcmp(cmd, "report"))
-		return p2z_cli_fail(PROG, EXIT_USAGE, "--json is for report");
+		return p2z_cli_usage(PROG, p2z_zcli_usage,
+				     "--json is for report");
 	if ((z.all || z.yes) && (!strcmp(cmd, "report") || !strcmp(cmd, "map")))
-		return p2z_cli_fail(PROG, EXIT_USAGE,
-				    "--all and --yes are for reset and finish");
+		return p2z_cli_usage(
+			PROG, p2z_zcli_usage,
+			"--all and --yes are for reset and finish");
 	if (!z.nr_args)
-		return p2z_cli_fail(PROG, EXIT_USAGE, "%s needs a DEVICE", cmd);
+		return p2z_cli_usage(PROG, p2z_zcli_usage, "%s needs a DEVICE",
+				     cmd);
 	if (!strcmp(cmd, "report"))
 		return p2z_zcli_report(&z);
 	if (!strcmp(cmd, "map"))

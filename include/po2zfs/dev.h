@@ -322,6 +322,17 @@ int p2z_dev_open(const char *path, const char *backend, unsigned int flags,
 		 struct p2z_dev **devp);
 
 /**
+ * p2z_dev_backend_is_known() - whether a name is a backend's
+ * @name: as the backend= mount option or --backend gives it
+ *
+ * The one list of backend names (nvme, zbd, emu), built or not:
+ * p2z_dev_open() refuses one this build lacks.
+ *
+ * Return: true for "nvme", "zbd" or "emu".
+ */
+bool p2z_dev_backend_is_known(const char *name);
+
+/**
  * p2z_dev_close() - close a device opened by p2z_dev_open()
  * @dev: device, may be NULL
  */

@@ -78,6 +78,8 @@ assert_eq "512 4096" "$(complete_words po2zfs-emu create x --lba-size '')" \
 	"po2zfs-emu --lba-size values"
 assert_eq "fail-next-io" "$(complete_words po2zfs-emu set-zone x.img 3 fa)" \
 	"po2zfs-emu set-zone faults"
+assert_eq "--version" "$(complete_words po2zfs-emu --v)" "po2zfs-emu --version"
+assert_eq "--version" "$(complete_words po2zfs-zone --v)" "po2zfs-zone --version"
 mkdir "$work/mntdir"
 assert_eq "$work/mntdir" "$(complete_words po2zfs dev.img "$work/mnt")" \
 	"po2zfs: mount point completes to directories"
