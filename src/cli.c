@@ -25,24 +25,23 @@ int p2z_cli_fail(const char *prog, int code, const char *fmt, ...)
 	return code;
 }
 
-int p2z_cli_usage(const char *prog, const char *usage, const char *fmt, ...)
+int p2z_cli_usage(const char *prog, const char *fmt, ...)
 {
 	va_list ap;
 
+	fprintf(stderr, "%s: ", prog);
 	va_start(ap, fmt);
-	p2z_cli_vline(prog, fmt, ap);
+	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fputs(usage, stderr);
+	fprintf(stderr, " (see %s --help)\n", prog);
 	return P2Z_CLI_EXIT_USAGE;
 }
 
-int p2z_cli_bad_option(const char *prog, const char *usage, int c,
-		       const char *arg)
+int p2z_cli_bad_option(const char *prog, int c, const char *arg)
 {
 	if (c == ':')
-		return p2z_cli_usage(prog, usage, "option '%s' needs a value",
-				     arg);
-	return p2z_cli_usage(prog, usage, "unknown option '%s'", arg);
+		return p2z_cli_usage(prog, "option '%s' needs a value", arg);
+	return p2z_cli_usage(prog, "unknown option '%s'", arg);
 }
 
 int p2z_cli_main(const char *prog, const char *usage, int argc, char **argv)
@@ -50,7 +49,7 @@ int p2z_cli_main(const char *prog, const char *usage, int argc, char **argv)
 	const char *cmd = argc > 1 ? argv[1] : NULL;
 
 	if (!cmd)
-		return p2z_cli_usage(prog, usage, "missing command");
+		return p2z_cli_usage(prog, "missing command");
 	if (!strcmp(cmd, "--help") || !strcmp(cmd, "-h") ||
 	    !strcmp(cmd, "help")) {
 		fputs(usage, stdout);

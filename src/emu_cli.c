@@ -208,8 +208,7 @@ static int p2z_ecli_create(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, ":", p2z_ecli_create_opts, NULL)) !=
 	       -1) {
 		if (c == '?' || c == ':')
-			return p2z_cli_bad_option(PROG, p2z_ecli_usage, c,
-						  argv[optind - 1]);
+			return p2z_cli_bad_option(PROG, c, argv[optind - 1]);
 		if (c == P2Z_ECLI_OPT_HELP) {
 			fputs(p2z_ecli_usage, stdout);
 			return 0;
@@ -226,11 +225,10 @@ static int p2z_ecli_create(int argc, char **argv)
 			return ret;
 	}
 	if (optind != argc - 1)
-		return p2z_cli_usage(PROG, p2z_ecli_usage,
-				     "create needs exactly one IMAGE");
+		return p2z_cli_usage(PROG, "create needs exactly one IMAGE");
 	path = argv[optind];
 	if (!a.have_size || !a.have_zones)
-		return p2z_cli_usage(PROG, p2z_ecli_usage,
+		return p2z_cli_usage(PROG,
 				     "create needs --zone-size and --zones");
 	if (!a.have_cap)
 		a.p.cap_bytes = a.p.zone_bytes;
@@ -299,8 +297,7 @@ static int p2z_ecli_plain_args(int argc, char **argv)
 	if (c == -1)
 		return -1;
 	if (c != P2Z_ECLI_OPT_HELP)
-		return p2z_cli_bad_option(PROG, p2z_ecli_usage, c,
-					  argv[optind - 1]);
+		return p2z_cli_bad_option(PROG, c, argv[optind - 1]);
 	fputs(p2z_ecli_usage, stdout);
 	return 0;
 }
@@ -321,8 +318,7 @@ static int p2z_ecli_report(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	if (optind != argc - 1)
-		return p2z_cli_usage(PROG, p2z_ecli_usage,
-				     "report needs exactly one IMAGE");
+		return p2z_cli_usage(PROG, "report needs exactly one IMAGE");
 	if (p2z_emu_check_image(argv[optind], &p, why, sizeof(why)))
 		return p2z_cli_fail(PROG, EXIT_FAILURE, "%s: %s", argv[optind],
 				    why);
@@ -359,8 +355,7 @@ static int p2z_ecli_set_zone(int argc, char **argv)
 	if (ret >= 0)
 		return ret;
 	if (optind != argc - 3)
-		return p2z_cli_usage(PROG, p2z_ecli_usage,
-				     "set-zone needs IMAGE ZONE FAULT");
+		return p2z_cli_usage(PROG, "set-zone needs IMAGE ZONE FAULT");
 	path = argv[optind];
 	if (p2z_ecli_parse_u64(argv[optind + 1], false, &zidx))
 		return p2z_cli_fail(PROG, EXIT_FAILURE,
@@ -396,6 +391,5 @@ int main(int argc, char **argv)
 		return p2z_ecli_report(argc - 1, argv + 1);
 	if (!strcmp(argv[1], "set-zone"))
 		return p2z_ecli_set_zone(argc - 1, argv + 1);
-	return p2z_cli_usage(PROG, p2z_ecli_usage, "unknown command '%s'",
-			     argv[1]);
+	return p2z_cli_usage(PROG, "unknown command '%s'", argv[1]);
 }

@@ -106,8 +106,7 @@ static int p2z_zcli_parse(int argc, char **argv, struct p2z_zcli *z)
 			fputs(p2z_zcli_usage, stdout);
 			return 1;
 		default:
-			return p2z_cli_bad_option(PROG, p2z_zcli_usage, c,
-						  argv[optind]);
+			return p2z_cli_bad_option(PROG, c, argv[optind]);
 		}
 	}
 	z->args = argv + 1 + optind;
@@ -296,8 +295,7 @@ static int p2z_zcli_report(const struct p2z_zcli *z)
 	int ret;
 
 	if (z->nr_args != 1)
-		return p2z_cli_usage(PROG, p2z_zcli_usage,
-				     "report needs exactly one DEVICE");
+		return p2z_cli_usage(PROG, "report needs exactly one DEVICE");
 	ret = p2z_zcli_open(z, false, &dev, &g);
 	if (ret)
 		return ret;
@@ -395,8 +393,7 @@ static int p2z_zcli_map(const struct p2z_zcli *z)
 	int ret;
 
 	if (z->nr_args != 1)
-		return p2z_cli_usage(PROG, p2z_zcli_usage,
-				     "map needs exactly one DEVICE");
+		return p2z_cli_usage(PROG, "map needs exactly one DEVICE");
 	ret = p2z_zcli_open(z, false, &dev, &g);
 	if (ret)
 		return ret;
@@ -476,7 +473,7 @@ static int p2z_zcli_zones_of(const struct p2z_zcli *z, struct p2z_dev *dev,
 		return 0;
 	}
 	if (p2z_zcli_parse_range(z->args[1], first, last))
-		return p2z_cli_usage(PROG, p2z_zcli_usage,
+		return p2z_cli_usage(PROG,
 				     "'%s' is not a zone or a FIRST-LAST range",
 				     z->args[1]);
 	if (*last >= in->nr_zones)
@@ -650,8 +647,7 @@ static int p2z_zcli_mgmt(const struct p2z_zcli *z, enum p2z_zone_op op)
 
 	if (z->nr_args != (z->all ? 1 : 2))
 		return p2z_cli_usage(
-			PROG, p2z_zcli_usage,
-			"%s needs DEVICE and ZONE, FIRST-LAST or --all",
+			PROG, "%s needs DEVICE and ZONE, FIRST-LAST or --all",
 			z->cmd);
 	/* Refuse before touching the device: nobody can say yes. */
 	if (!z->yes && !isatty(STDIN_FILENO))
@@ -695,21 +691,17 @@ int main(int argc, char **argv)
 	opterr = 0;
 	if (strcmp(cmd, "report") && strcmp(cmd, "map") &&
 	    strcmp(cmd, "reset") && strcmp(cmd, "finish"))
-		return p2z_cli_usage(PROG, p2z_zcli_usage,
-				     "unknown command '%s'", cmd);
+		return p2z_cli_usage(PROG, "unknown command '%s'", cmd);
 	ret = p2z_zcli_parse(argc, argv, &z);
 	if (ret)
 		return ret > 1 ? ret : 0;
 	if (z.json && strcmp(cmd, "report"))
-		return p2z_cli_usage(PROG, p2z_zcli_usage,
-				     "--json is for report");
+		return p2z_cli_usage(PROG, "--json is for report");
 	if ((z.all || z.yes) && (!strcmp(cmd, "report") || !strcmp(cmd, "map")))
 		return p2z_cli_usage(
-			PROG, p2z_zcli_usage,
-			"--all and --yes are for reset and finish");
+			PROG, "--all and --yes are for reset and finish");
 	if (!z.nr_args)
-		return p2z_cli_usage(PROG, p2z_zcli_usage, "%s needs a DEVICE",
-				     cmd);
+		return p2z_cli_usage(PROG, "%s needs a DEVICE", cmd);
 	if (!strcmp(cmd, "report"))
 		return p2z_zcli_report(&z);
 	if (!strcmp(cmd, "map"))

@@ -6,8 +6,8 @@
  * How a tool fails: one line on stderr, "PROG: reason" (p2z_cli_fail()),
  * exit status 1; a library call that failed has said why in one line
  * already (p2z_dev_open(), p2z_dev_zone_walk(), p2z_emu_create(), ...),
- * and the tool adds nothing. A usage error: its line, then the usage, on
- * stderr, exit status 2 (p2z_cli_usage()).
+ * and the tool adds nothing. A usage error: one line on stderr too,
+ * "PROG: reason (see PROG --help)", exit status 2 (p2z_cli_usage()).
  */
 #ifndef PO2ZFS_CLI_H
 #define PO2ZFS_CLI_H
@@ -35,20 +35,19 @@ int p2z_cli_fail(const char *prog, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
 /**
- * p2z_cli_usage() - a usage error: "PROG: reason", then @usage, on stderr
+ * p2z_cli_usage() - a usage error, one line on stderr:
+ *		     "PROG: reason (see PROG --help)"
  * @prog: program name
- * @usage: the usage text, as --help prints it
  * @fmt: printf format of the reason, without a trailing newline
  *
  * Return: P2Z_CLI_EXIT_USAGE.
  */
-int p2z_cli_usage(const char *prog, const char *usage, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+int p2z_cli_usage(const char *prog, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
 
 /**
  * p2z_cli_bad_option() - the usage error of a getopt_long() refusal
  * @prog: program name
- * @usage: the usage text
  * @c: what getopt_long() returned: ':' (a value missing), else unknown
  * @arg: the option as given
  *
@@ -56,8 +55,7 @@ int p2z_cli_usage(const char *prog, const char *usage, const char *fmt, ...)
  *
  * Return: P2Z_CLI_EXIT_USAGE.
  */
-int p2z_cli_bad_option(const char *prog, const char *usage, int c,
-		       const char *arg);
+int p2z_cli_bad_option(const char *prog, int c, const char *arg);
 
 /**
  * p2z_cli_main() - what every tool answers the same way, before its command

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # po2zfs-emu and po2zfs-zone answer alike: --version (and -V) one line
 # "PROG VERSION" on stdout, exit 0; --help (and -h) the usage on stdout,
-# exit 0; a usage error one line saying why and the usage on stderr, exit
-# 2; a device or image that cannot be opened (not an image, missing, an
+# exit 0; a usage error one line on stderr saying why, "(see PROG --help)",
+# exit 2; a device or image that cannot be opened (not an image, missing, an
 # unknown backend, busy) exactly one line on stderr, exit 1.
 . "$(dirname "$0")/common.sh"
 
@@ -52,24 +52,23 @@ for prog in po2zfs-emu po2zfs-zone; do
 	run 0 "$bin" -h
 	assert_eq "$help" "$OUT" "$prog -h"
 
-	# Usage errors: why, then the usage, on stderr only.
+	# Usage errors: one line saying why, on stderr only.
+	see="(see $prog --help)"
 	run 2 "$bin"
 	assert_eq "" "$OUT" "$prog (no command): stdout"
-	assert_eq "$prog: missing command
-$help" "$ERR" "$prog (no command): stderr"
+	assert_eq "$prog: missing command $see" "$ERR" \
+		"$prog (no command): stderr"
 	run 2 "$bin" frob
-	assert_eq "$prog: unknown command 'frob'
-$help" "$ERR" "$prog frob"
+	assert_eq "$prog: unknown command 'frob' $see" "$ERR" "$prog frob"
 	run 2 "$bin" report --frob "$DEV"
-	assert_eq "$prog: unknown option '--frob'
-$help" "$ERR" "$prog report --frob"
+	assert_eq "$prog: unknown option '--frob' $see" "$ERR" \
+		"$prog report --frob"
 	run 2 "$bin" report
 	case $prog in
 	po2zfs-emu) why="report needs exactly one IMAGE" ;;
 	*) why="report needs a DEVICE" ;;
 	esac
-	assert_eq "$prog: $why
-$help" "$ERR" "$prog report (no operand)"
+	assert_eq "$prog: $why $see" "$ERR" "$prog report (no operand)"
 
 	# What cannot be opened: exactly one line.
 	run 1 "$bin" report "$WORK/missing.img"
