@@ -75,7 +75,6 @@
 #define P2Z_BLK_MAX_QUEUES 4
 #define P2Z_BLK_DEPTH 32
 #define P2Z_BLK_MAX_IO (512U << 10)
-#define P2Z_BLK_REPORT_BATCH 256
 #define P2Z_BLK_PATH_MAX 64
 
 static const char usage_text[] =
@@ -343,26 +342,23 @@ static void p2z_blk_zone_refresh(struct p2z_blk *blk, uint64_t zidx)
 		p2z_blk_advance_wp(z, p2z_blk_wp_ofs(&zi));
 }
 
+static int p2z_blk_zone_load_fn(const struct p2z_zone_info *zi, uint64_t zidx,
+				void *arg)
+{
+	struct p2z_blk *blk = arg;
+
+	p2z_blk_zone_load(&blk->zones[zidx], zi);
+	return 0;
+}
+
+/* Load every zone's write pointer (a failed report is logged by the walk). */
 static int p2z_blk_zones_init(struct p2z_blk *blk)
 {
-	struct p2z_zone_info zi[P2Z_BLK_REPORT_BATCH];
-	uint64_t zidx = 0;
-	int n, i;
-
 	blk->zones = calloc(blk->g.nr_zones, sizeof(*blk->zones));
 	if (!blk->zones)
 		return -ENOMEM;
-	while (zidx < blk->g.nr_zones) {
-		n = p2z_dev_report_zones(blk->dev, zidx, P2Z_BLK_REPORT_BATCH,
-					 zi);
-		if (n < 0)
-			return n;
-		if (!n)
-			return -EIO;
-		for (i = 0; i < n && zidx < blk->g.nr_zones; i++, zidx++)
-			p2z_blk_zone_load(&blk->zones[zidx], &zi[i]);
-	}
-	return 0;
+	return p2z_dev_zone_walk(blk->dev, 0, blk->g.nr_zones,
+				 p2z_blk_zone_load_fn, blk);
 }
 
 /* Requests. Each returns the result COMMIT carries: bytes or -errno. */
@@ -502,6 +498,40 @@ static int p2z_blk_zone_mgmt(struct p2z_blk *blk,
 	return p2z_blk_zone_op(blk, zidx, op);
 }
 
+/**
+ * struct p2z_blk_walk - a request's zone walk
+ * @blk: the server
+ * @bz: report: the entries filled
+ * @done: report: entries filled so far
+ * @ret: the zone operation's or the entry's error that stopped the walk
+ *	 (the walk then returns 1): a failed report is told apart by it
+ */
+struct p2z_blk_walk {
+	struct p2z_blk *blk;
+	struct blk_zone *bz;
+	unsigned int done;
+	int ret;
+};
+
+/* A stopped walk's result: @w->ret if a callback stopped it. */
+static int p2z_blk_walk_ret(const struct p2z_blk_walk *w, int ret)
+{
+	if (ret > 0)
+		return w->ret;
+	return ret < 0 ? p2z_blk_errno(ret) : 0;
+}
+
+static int p2z_blk_reset_fn(const struct p2z_zone_info *zi, uint64_t zidx,
+			    void *arg)
+{
+	struct p2z_blk_walk *w = arg;
+
+	if (!p2z_blk_zone_is_reset_by_all(zi))
+		return 0;
+	w->ret = p2z_blk_zone_op(w->blk, zidx, P2Z_ZONE_OP_RESET);
+	return w->ret ? 1 : 0;
+}
+
 /*
  * Reset every zone the device has open, closed or full, as it reports them
  * now: the cached write pointers miss zones opened but not written (which
@@ -510,23 +540,24 @@ static int p2z_blk_zone_mgmt(struct p2z_blk *blk,
  */
 static int p2z_blk_reset_all(struct p2z_blk *blk)
 {
-	struct p2z_zone_info zi[P2Z_BLK_REPORT_BATCH];
-	uint64_t zidx = 0;
-	int n, i, ret;
+	struct p2z_blk_walk w = { .blk = blk };
 
-	while (zidx < blk->g.nr_zones) {
-		n = p2z_dev_report_zones(blk->dev, zidx, P2Z_BLK_REPORT_BATCH,
-					 zi);
-		if (n <= 0)
-			return n < 0 ? p2z_blk_errno(n) : -EIO;
-		for (i = 0; i < n && zidx < blk->g.nr_zones; i++, zidx++) {
-			if (!p2z_blk_zone_is_reset_by_all(&zi[i]))
-				continue;
-			ret = p2z_blk_zone_op(blk, zidx, P2Z_ZONE_OP_RESET);
-			if (ret)
-				return ret;
-		}
+	return p2z_blk_walk_ret(&w,
+				p2z_dev_zone_walk(blk->dev, 0, blk->g.nr_zones,
+						  p2z_blk_reset_fn, &w));
+}
+
+static int p2z_blk_report_fn(const struct p2z_zone_info *zi, uint64_t zidx,
+			     void *arg)
+{
+	struct p2z_blk_walk *w = arg;
+
+	(void)zidx;
+	if (p2z_blk_report(&w->blk->g, zi, &w->bz[w->done])) {
+		w->ret = -EIO;
+		return 1;
 	}
+	w->done++;
 	return 0;
 }
 
@@ -539,11 +570,9 @@ static int p2z_blk_report_zones(struct p2z_blk *blk,
 				const struct ublksrv_io_desc *iod, char *buf,
 				uint64_t buf_ofs)
 {
-	struct p2z_zone_info zi[P2Z_BLK_REPORT_BATCH];
-	struct blk_zone *bz = (struct blk_zone *)buf;
+	struct p2z_blk_walk w = { .blk = blk, .bz = (struct blk_zone *)buf };
 	uint64_t zidx, want = iod->nr_sectors, max;
-	unsigned int done = 0;
-	int n, i, ret;
+	int ret;
 
 	/*
 	 * Any sector of the first zone: ublk passes BLKREPORTZONE's start
@@ -552,27 +581,17 @@ static int p2z_blk_report_zones(struct p2z_blk *blk,
 	 */
 	if (p2z_blk_zone_of(&blk->g, iod->start_sector, false, &zidx))
 		return -EIO;
-	max = blk->buf_bytes / sizeof(*bz);
+	max = blk->buf_bytes / sizeof(*w.bz);
 	if (want > max)
 		want = max;
 	if (want > blk->g.nr_zones - zidx)
 		want = blk->g.nr_zones - zidx;
-	while (done < want) {
-		n = p2z_dev_report_zones(blk->dev, zidx + done,
-					 want - done < P2Z_BLK_REPORT_BATCH ?
-						 want - done :
-						 P2Z_BLK_REPORT_BATCH,
-					 zi);
-		if (n <= 0)
-			return n < 0 ? p2z_blk_errno(n) : -EIO;
-		for (i = 0; i < n && done < want; i++, done++) {
-			ret = p2z_blk_report(&blk->g, &zi[i], &bz[done]);
-			if (ret)
-				return -EIO;
-		}
-	}
-	if (done && pwrite(blk->cdev_fd, buf, done * sizeof(*bz), buf_ofs) !=
-			    (ssize_t)(done * sizeof(*bz)))
+	ret = p2z_blk_walk_ret(&w, p2z_dev_zone_walk(blk->dev, zidx, want,
+						     p2z_blk_report_fn, &w));
+	if (ret)
+		return ret;
+	if (w.done && pwrite(blk->cdev_fd, buf, w.done * sizeof(*w.bz),
+			     buf_ofs) != (ssize_t)(w.done * sizeof(*w.bz)))
 		return -EIO;
 	/*
 	 * The request's length is the kernel's buffer, which may be longer
@@ -1141,7 +1160,11 @@ static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
 		return fail(EXIT_FAILURE,
 			    "%s: transfer limit below a page, unusable", path);
 	blk->buf_bytes = max;
+	/* A failed report is logged by the walk: one line. */
+	errs = p2z_log_errors();
 	ret = p2z_blk_zones_init(blk);
+	if (ret && p2z_log_errors() != errs)
+		return EXIT_FAILURE;
 	if (ret)
 		return fail(EXIT_FAILURE, "%s: zone report: %s", path,
 			    strerror(-ret));
