@@ -21,9 +21,12 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -292,6 +295,42 @@ static int p2z_blk_flush_at_stop(struct p2z_blk *blk, const char *path)
 	return 0;
 }
 
+/*
+ * Under systemd (Type=notify, $NOTIFY_SOCKET set): tell it the device is
+ * up, as sd_notify("READY=1") does; anywhere else nothing. A failure only
+ * warns: the unit's start then times out.
+ */
+static void p2z_blk_notify_ready(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	static const char msg[] = "READY=1";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len;
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@'))
+		return;
+	len = strlen(path);
+	if (len >= sizeof(sa.sun_path)) {
+		p2z_log(LOG_WARNING, "NOTIFY_SOCKET: %s",
+			strerror(ENAMETOOLONG));
+		return;
+	}
+	memcpy(sa.sun_path, path, len);
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0'; /* abstract namespace */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    sendto(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL,
+		   (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) <
+		    0)
+		p2z_log(LOG_WARNING, "NOTIFY_SOCKET %s: %s", path,
+			strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
 /* The device is up: record it, say it, serve it until it stops. */
 static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
 			 int notify_fd, const sigset_t *set)
@@ -309,6 +348,8 @@ static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
 	fflush(stdout);
 	if (!fg)
 		p2z_blk_detach(notify_fd);
+	else
+		p2z_blk_notify_ready();
 	p2z_log(LOG_INFO, "serving %s as /dev/ublkb%" PRIu32, path,
 		blk->dev_id);
 	ret = p2z_blk_wait(blk, set);
