@@ -11,14 +11,13 @@
  */
 #include <errno.h>
 #include <getopt.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "blk_priv.h"
-#include "po2zfs/log.h"
+#include "po2zfs/cli.h"
 
 #define EXIT_USAGE 2
 #define P2Z_BLK_GO_ON (-1)
@@ -37,21 +36,8 @@ static const char usage_text[] =
 	"zones, prints that path and runs in the background (-f: foreground;\n"
 	"--id N: that N, or fail).\n";
 
-static int usage_fail(const char *fmt, ...)
-	__attribute__((format(printf, 1, 2)));
-
-/* A usage error: one line, exit 2. */
-static int usage_fail(const char *fmt, ...)
-{
-	char line[480];
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(line, sizeof(line), fmt, ap);
-	va_end(ap);
-	p2z_log(LOG_ERR, "%s", line);
-	return EXIT_USAGE;
-}
+/* A usage error: one line on stderr, exit 2. */
+#define usage_fail(...) p2z_cli_fail(PROG, EXIT_USAGE, __VA_ARGS__)
 
 /* A device number below @limit: 0, or -EINVAL. */
 static int p2z_blk_parse_id(const char *arg, uint32_t limit, uint32_t *id)
