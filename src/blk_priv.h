@@ -76,7 +76,7 @@ struct p2z_blk_queue {
  * @ctrl_fd: /dev/ublk-control
  * @ctrl: ring for control commands (main thread only)
  * @cdev_fd: /dev/ublkcN
- * @dev_id: N
+ * @dev_id: N (before ADD_DEV: the number asked for, or P2Z_BLK_ID_ANY)
  * @nr_queues: queues
  * @depth: tags per queue
  * @buf_bytes: largest request (max_sectors), the size of each tag buffer
