@@ -88,7 +88,7 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 		   struct blk_zone *bz)
 {
 	unsigned int shift = g->lba_shift - P2Z_BLK_SECTOR_SHIFT;
-	uint64_t po2_start, zidx, wp_ofs;
+	uint64_t po2_start, zidx;
 
 	if (zi->cap_lba > g->zone_lba ||
 	    p2z_geom_native_to_po2(g, zi->start_lba, &po2_start))
@@ -115,12 +115,8 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 		bz->wp = bz->start + bz->len;
 		break;
 	default:
-		wp_ofs = zi->wp_lba > zi->start_lba ?
-				 zi->wp_lba - zi->start_lba :
-				 0;
-		if (wp_ofs > zi->cap_lba)
-			wp_ofs = zi->cap_lba;
-		bz->wp = bz->start + (wp_ofs << shift);
+		/* inside the zone by the write pointer rule (dev.h) */
+		bz->wp = bz->start + ((zi->wp_lba - zi->start_lba) << shift);
 		break;
 	}
 	return 0;
@@ -128,14 +124,14 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
 
 uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi)
 {
-	uint64_t wp = zi->wp_lba > zi->start_lba ? zi->wp_lba - zi->start_lba :
-						   0;
-
+	/*
+	 * The write pointer rule (dev.h) puts it inside the zone, and a full
+	 * zone's at the capacity; an offline zone has no data, wherever emu
+	 * says it stood.
+	 */
 	if (zi->cond == P2Z_ZONE_COND_OFFLINE)
 		return 0;
-	if (zi->cond == P2Z_ZONE_COND_FULL || wp > zi->cap_lba)
-		return zi->cap_lba;
-	return wp;
+	return zi->wp_lba - zi->start_lba;
 }
 
 bool p2z_blk_zone_is_reset_by_all(const struct p2z_zone_info *zi)

@@ -146,8 +146,11 @@ int p2z_blk_report(const struct p2z_geom *g, const struct p2z_zone_info *zi,
  * p2z_blk_wp_ofs() - how far a zone can be read, as the device reports it
  * @zi: the zone, from p2z_dev_report_zones()
  *
- * Return: the write pointer in LBAs from the zone start, at most the
- * capacity; the capacity for a full zone, 0 for an offline one.
+ * @zi follows the write pointer rule (struct p2z_zone_info): inside the
+ * zone, a full zone's at the capacity.
+ *
+ * Return: the write pointer in LBAs from the zone start; 0 for an offline
+ * zone (emu reports where it stood), a read-only zone's where it stands.
  */
 uint64_t p2z_blk_wp_ofs(const struct p2z_zone_info *zi);
 

@@ -4,7 +4,7 @@
 # completion and the scripts (shellcheck too when installed), what the
 # completion functions offer, the udev helper on a fake sysfs tree, the
 # udev rules' syntax (udevadm verify where it exists), and the systemd mount
-# unit (systemd-analyze verify where it exists). Run as
+# unit and po2zfs-blk@.service (systemd-analyze verify where it exists). Run as
 #	bash tests/contrib/check_contrib.sh
 # Exit status: 0 pass, 1 fail.
 set -u
@@ -13,6 +13,7 @@ comp=$top/contrib/bash-completion/po2zfs
 ngid=$top/contrib/udev/po2zfs-ng-id
 rules=$top/contrib/udev/60-po2zfs-zns.rules
 unit=$top/contrib/systemd/mnt-zns.mount
+blk_unit=$top/contrib/systemd/po2zfs-blk@.service
 work=$(mktemp -d "${TMPDIR:-/tmp}/p2z-contrib.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
 
@@ -141,7 +142,24 @@ if command -v systemd-analyze >/dev/null; then
 		fail "systemd-analyze verify ${unit##*/}: $out"
 	assert_eq "" "$out" "systemd-analyze verify ${unit##*/} output"
 	info "ok: systemd unit"
+	# The template, as an instance of a /dev/zns link, in a root holding
+	# it and an executable /usr/sbin/po2zfs-blk (verify checks ExecStart).
+	root=$work/root
+	mkdir -p "$root/usr/sbin" "$root/etc/systemd/system" || fail "mkdir $root"
+	{ printf '#!/bin/sh\n' >"$root/usr/sbin/po2zfs-blk" &&
+		chmod 755 "$root/usr/sbin/po2zfs-blk"; } || fail "$root/usr/sbin/po2zfs-blk"
+	cp "$blk_unit" "$root/etc/systemd/system/" || fail "copy $blk_unit"
+	inst=$(systemd-escape --path /dev/zns/ACME_ZNS_SN123-ns2)
+	assert_eq 'dev-zns-ACME_ZNS_SN123\x2dns2' "$inst" "systemd-escape --path"
+	out=$(systemd-analyze verify --man=no --root="$root" \
+		"po2zfs-blk@$inst.service" 2>&1) ||
+		fail "systemd-analyze verify po2zfs-blk@$inst.service: $out"
+	assert_eq "" "$out" "systemd-analyze verify po2zfs-blk@$inst.service output"
+	# shellcheck disable=SC2016 # the unit's own $P2Z_BLK_OPTS, literally
+	grep -Fxq 'ExecStart=/usr/sbin/po2zfs-blk add -f $P2Z_BLK_OPTS %f' "$blk_unit" ||
+		fail "${blk_unit##*/}: ExecStart is not 'po2zfs-blk add -f \$P2Z_BLK_OPTS %f'"
+	info "ok: systemd template unit ${blk_unit##*/}"
 else
-	info "SKIP: no systemd-analyze: ${unit##*/} not verified"
+	info "SKIP: no systemd-analyze: ${unit##*/}, ${blk_unit##*/} not verified"
 fi
 exit 0

@@ -228,14 +228,20 @@ START_TEST(test_wp_ofs_cases)
 	};
 
 	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 100);
-	zi.wp_lba = 122880 + 20480 + 5;
+	/* inputs by the write pointer rule (dev.h): never outside the zone */
+	zi.wp_lba = 122880 + 20480;
 	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 20480);
-	zi.wp_lba = 7;
+	zi.cond = P2Z_ZONE_COND_EMPTY;
+	zi.wp_lba = 122880;
 	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 0);
 	zi.cond = P2Z_ZONE_COND_FULL;
+	zi.wp_lba = 122880 + 20480;
 	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 20480);
-	zi.cond = P2Z_ZONE_COND_OFFLINE;
+	/* emu: a failed zone's pointer where it stood */
+	zi.cond = P2Z_ZONE_COND_READONLY;
 	zi.wp_lba = 122880 + 100;
+	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 100);
+	zi.cond = P2Z_ZONE_COND_OFFLINE;
 	ck_assert_uint_eq(p2z_blk_wp_ofs(&zi), 0);
 }
 END_TEST

@@ -1,0 +1,481 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * po2zfs-blk add: open the backing device, ADD_DEV, SET_PARAMS, start the
+ * queues (blk_queue.c), START_DEV, then serve until a del or a signal
+ * stops the device; flush once at stop, DEL_DEV.
+ *
+ * The device announces a volatile write cache and FUA only when the
+ * backing device has one (info.volatile_cache): then writes complete when
+ * the backend has them, a FLUSH is p2z_dev_flush() and a write or append
+ * with UBLK_IO_F_FUA goes down with P2Z_IO_FUA. When the server lets the
+ * device go (a stop, a del), it flushes the device once, after the last
+ * request and before it closes /dev/ublkcN.
+ *
+ * Signals: SIGHUP and SIGPIPE are ignored; SIGTERM or SIGINT stop the
+ * device, but the first is refused while the block device is mounted,
+ * held or open (p2z_blk_stop_is_refused()).
+ *
+ * Every function that can fail returns 0 or -errno (p2z_blk_fail()).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "po2zfs/log.h"
+#include "blk_priv.h"
+
+/*
+ * The ublk device's parameters: the po2 zone size as chunk_sectors, the
+ * native capacity per zone (reported), the device's limits; requests no
+ * larger than a single zone append or transfer (P2Z_BLK_MAX_IO at most).
+ */
+static void p2z_blk_params(const struct p2z_blk *blk, struct p2z_ublk_params *p)
+{
+	const struct p2z_dev_info *info = &blk->dev->info;
+
+	memset(p, 0, sizeof(*p));
+	p->len = sizeof(*p);
+	p->types = UBLK_PARAM_TYPE_BASIC | UBLK_PARAM_TYPE_ZONED;
+	p->basic.attrs = p2z_blk_cache_attrs(info->volatile_cache);
+	p->basic.logical_bs_shift = (__u8)blk->g.lba_shift;
+	p->basic.physical_bs_shift = (__u8)blk->g.lba_shift;
+	p->basic.max_sectors = blk->buf_bytes >> P2Z_BLK_SECTOR_SHIFT;
+	p->basic.chunk_sectors = (__u32)p2z_blk_zone_sectors(&blk->g);
+	p->basic.dev_sectors = p2z_geom_po2_bytes(&blk->g) >>
+			       P2Z_BLK_SECTOR_SHIFT;
+	p->zoned.max_open_zones =
+		p2z_blk_zone_limit(info->max_open, blk->g.nr_zones);
+	p->zoned.max_active_zones =
+		p2z_blk_zone_limit(info->max_active, blk->g.nr_zones);
+	p->zoned.max_zone_append_sectors = blk->buf_bytes >>
+					   P2Z_BLK_SECTOR_SHIFT;
+}
+
+/* ADD_DEV with zoned user copy; anything less means no usable ublk. */
+static int p2z_blk_add_dev(struct p2z_blk *blk)
+{
+	struct ublksrv_ctrl_dev_info info;
+	__u64 need = UBLK_F_USER_COPY | UBLK_F_ZONED;
+	int ret;
+
+	memset(&info, 0, sizeof(info));
+	info.nr_hw_queues = (__u16)blk->nr_queues;
+	info.queue_depth = (__u16)blk->depth;
+	info.max_io_buf_bytes = blk->buf_bytes;
+	info.dev_id = blk->dev_id;
+	info.flags = need | UBLK_F_CMD_IOCTL_ENCODE;
+	/* kept by the kernel: list and del know po2zfs-blk's devices by it */
+	info.ublksrv_flags = P2Z_BLK_SRV_MAGIC;
+	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_ADD_DEV,
+			   blk->dev_id, &info, sizeof(info), 0);
+	if (ret == -EPERM || ret == -EACCES)
+		return p2z_blk_fail(ret, "ublk unavailable: %s (needs root)",
+				    strerror(-ret));
+	if (ret == -EEXIST && blk->dev_id != P2Z_BLK_ID_ANY)
+		return p2z_blk_fail(ret,
+				    "--id %" PRIu32 ": /dev/ublkb%" PRIu32
+				    ": %s (another ublk device has the number)",
+				    blk->dev_id, blk->dev_id, strerror(-ret));
+	if (ret)
+		return p2z_blk_fail(
+			ret,
+			"ublk unavailable: the kernel refuses a zoned ublk device with user copy: %s (Linux 6.6+ with CONFIG_BLK_DEV_ZONED needed)",
+			strerror(-ret));
+	blk->dev_id = info.dev_id;
+	if ((info.flags & need) != need) {
+		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_DEL_DEV,
+			     blk->dev_id, NULL, 0, 0);
+		return p2z_blk_fail(
+			-EOPNOTSUPP,
+			"ublk unavailable: the kernel lacks zoned ublk devices with user copy (Linux 6.6+)");
+	}
+	if (info.max_io_buf_bytes < blk->buf_bytes)
+		blk->buf_bytes = info.max_io_buf_bytes;
+	/* A record of an earlier device of this number is not this one's. */
+	if (!p2z_blk_record_remove(blk->dev_id))
+		p2z_log(LOG_INFO,
+			"removed the stale record " P2Z_BLK_RUN_DIR "/%" PRIu32,
+			blk->dev_id);
+	return 0;
+}
+
+/*
+ * /dev/ublkcN appears when devtmpfs or udev makes it: wait a little.
+ * Return: the fd, or -errno.
+ */
+static int p2z_blk_cdev_open(const char *path)
+{
+	int fd, i;
+
+	for (i = 0; i < 100; i++) {
+		fd = open(path, O_RDWR | O_CLOEXEC);
+		if (fd >= 0 || errno != ENOENT)
+			break;
+		usleep(20000);
+	}
+	return fd < 0 ? -errno : fd;
+}
+
+/* Queues: one per online CPU, at most P2Z_BLK_MAX_QUEUES. */
+static unsigned int p2z_blk_nr_queues(void)
+{
+	long n = sysconf(_SC_NPROCESSORS_ONLN);
+
+	if (n < 1)
+		return 1;
+	return n > P2Z_BLK_MAX_QUEUES ? P2Z_BLK_MAX_QUEUES : (unsigned int)n;
+}
+
+static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
+			    const char *backend)
+{
+	const struct p2z_dev_info *info;
+	unsigned long errs;
+	uint32_t max;
+	int ret;
+
+	/* The device layer says why it refuses; one line, not two. */
+	errs = p2z_log_errors();
+	ret = p2z_dev_open(path, backend, 0, &blk->dev);
+	if (ret && p2z_log_errors() != errs)
+		return ret;
+	if (ret)
+		return p2z_blk_fail(ret, "%s: %s", path, strerror(-ret));
+	info = &blk->dev->info;
+	ret = p2z_geom_init(&blk->g, info->lba_bytes, info->zone_lba,
+			    info->nr_zones);
+	if (ret)
+		return p2z_blk_fail(ret, "%s: geometry: %s", path,
+				    p2z_geom_strerror(ret));
+	if (blk->g.lba_bytes > (uint32_t)sysconf(_SC_PAGESIZE) ||
+	    p2z_blk_zone_sectors(&blk->g) > UINT32_MAX ||
+	    blk->g.nr_zones > INT32_MAX)
+		return p2z_blk_fail(-EFBIG,
+				    "%s: geometry too large for a ublk device",
+				    path);
+	max = info->max_xfer_bytes < info->max_append_bytes ?
+		      info->max_xfer_bytes :
+		      info->max_append_bytes;
+	if (max > P2Z_BLK_MAX_IO)
+		max = P2Z_BLK_MAX_IO;
+	max &= ~((uint32_t)sysconf(_SC_PAGESIZE) - 1);
+	if (!max)
+		return p2z_blk_fail(-EINVAL,
+				    "%s: transfer limit below a page, unusable",
+				    path);
+	blk->buf_bytes = max;
+	/* A failed report is logged by the walk: one line. */
+	errs = p2z_log_errors();
+	ret = p2z_blk_zones_init(blk);
+	if (ret && p2z_log_errors() != errs)
+		return ret;
+	if (ret)
+		return p2z_blk_fail(ret, "%s: zone report: %s", path,
+				    strerror(-ret));
+	return 0;
+}
+
+/*
+ * Detach as a daemon does, after the device is up: the parent waiting in
+ * p2z_blk_fork() learns it through the pipe and exits 0.
+ */
+static void p2z_blk_detach(int notify_fd)
+{
+	int null;
+
+	p2z_log_to_syslog(PROG);
+	setsid();
+	if (chdir("/"))
+		p2z_log(LOG_WARNING, "chdir /: %s", strerror(errno));
+	null = open("/dev/null", O_RDWR);
+	if (null >= 0) {
+		dup2(null, STDIN_FILENO);
+		dup2(null, STDOUT_FILENO);
+		dup2(null, STDERR_FILENO);
+		if (null > STDERR_FILENO)
+			close(null);
+	}
+	if (write(notify_fd, "", 1) != 1)
+		p2z_log(LOG_WARNING, "telling the parent: %s", strerror(errno));
+	close(notify_fd);
+}
+
+/*
+ * Fork before anything opens: the child sets the device up and serves it
+ * (threads, rings and the ublk mappings all belong to the child); the
+ * parent exits 0 when the child detached, else with the child's status
+ * (whose reason the child printed on the shared stderr).
+ * Return: 0 in the child (@notify_fd set), -errno if there is none.
+ */
+static int p2z_blk_fork(int *notify_fd)
+{
+	int fds[2], st;
+	pid_t pid;
+	char c;
+
+	if (pipe2(fds, O_CLOEXEC))
+		return p2z_blk_fail(-errno, "pipe: %s", strerror(errno));
+	fflush(NULL);
+	pid = fork();
+	if (pid < 0)
+		return p2z_blk_fail(-errno, "fork: %s", strerror(errno));
+	if (pid == 0) {
+		close(fds[0]);
+		*notify_fd = fds[1];
+		return 0;
+	}
+	close(fds[1]);
+	if (read(fds[0], &c, 1) == 1)
+		_exit(EXIT_SUCCESS);
+	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st))
+		_exit(WEXITSTATUS(st) ? WEXITSTATUS(st) : EXIT_FAILURE);
+	_exit(EXIT_FAILURE);
+}
+
+/*
+ * Serve until a del stops the device (SIGUSR1 from the queues) or a stop
+ * signal does; the first stop signal while the device is mounted, held or
+ * open is refused, a second one forces the stop.
+ */
+static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
+{
+	unsigned int nr_refused = 0;
+	int sig;
+
+	for (;;) {
+		if (sigwait(set, &sig))
+			continue;
+		if (sig == SIGUSR1) {
+			p2z_log(LOG_INFO, "/dev/ublkb%" PRIu32 " stopped",
+				blk->dev_id);
+			return 0;
+		}
+		if (p2z_blk_stop_is_refused(p2z_blk_bdev_is_busy(blk->dev_id),
+					    nr_refused++)) {
+			p2z_log(LOG_WARNING,
+				"%s: /dev/ublkb%" PRIu32
+				" is mounted, held or open: not stopping (a second signal, or del --force %" PRIu32
+				", stops it)",
+				strsignal(sig), blk->dev_id, blk->dev_id);
+			continue;
+		}
+		p2z_log(LOG_INFO, "%s: stopping /dev/ublkb%" PRIu32,
+			strsignal(sig), blk->dev_id);
+		/* The queues end with UBLK_IO_RES_ABORT, then SIGUSR1. */
+		return p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd,
+				    UBLK_U_CMD_STOP_DEV, blk->dev_id, NULL, 0,
+				    0);
+	}
+}
+
+/*
+ * The server lets the device go: every request is done, flush once so
+ * that what it acknowledged is durable. Return: 0 or -errno.
+ */
+static int p2z_blk_flush_at_stop(struct p2z_blk *blk, const char *path)
+{
+	int ret = p2z_dev_flush(blk->dev);
+
+	if (ret)
+		return ret;
+	p2z_log(LOG_INFO,
+		"/dev/ublkb%" PRIu32 ": %s flushed at stop (%" PRIu64
+		" flushes, %" PRIu64 " FUA writes in all)",
+		blk->dev_id, path, blk->dev->stats[P2Z_DEV_STAT_FLUSH].nr,
+		blk->dev->stats[P2Z_DEV_STAT_FUA].nr);
+	return 0;
+}
+
+/*
+ * Under systemd (Type=notify, $NOTIFY_SOCKET set): tell it the device is
+ * up, as sd_notify("READY=1") does; anywhere else nothing. A failure only
+ * warns: the unit's start then times out.
+ */
+static void p2z_blk_notify_ready(void)
+{
+	const char *path = getenv("NOTIFY_SOCKET");
+	static const char msg[] = "READY=1";
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len;
+	int fd;
+
+	if (!path || (path[0] != '/' && path[0] != '@'))
+		return;
+	len = strlen(path);
+	if (len >= sizeof(sa.sun_path)) {
+		p2z_log(LOG_WARNING, "NOTIFY_SOCKET: %s",
+			strerror(ENAMETOOLONG));
+		return;
+	}
+	memcpy(sa.sun_path, path, len);
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0'; /* abstract namespace */
+	fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    sendto(fd, msg, sizeof(msg) - 1, MSG_NOSIGNAL,
+		   (struct sockaddr *)&sa,
+		   (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)) <
+		    0)
+		p2z_log(LOG_WARNING, "NOTIFY_SOCKET %s: %s", path,
+			strerror(errno));
+	if (fd >= 0)
+		close(fd);
+}
+
+/* The device is up: record it, say it, serve it until it stops. */
+static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
+			 int notify_fd, const sigset_t *set)
+{
+	int ret;
+
+	ret = p2z_blk_record_write(blk->dev_id, path);
+	if (ret)
+		p2z_log(LOG_WARNING,
+			P2Z_BLK_RUN_DIR
+			"/%" PRIu32
+			": %s (list will not show the device's path; del needs --force)",
+			blk->dev_id, strerror(-ret));
+	printf("/dev/ublkb%" PRIu32 "\n", blk->dev_id);
+	fflush(stdout);
+	if (!fg)
+		p2z_blk_detach(notify_fd);
+	else
+		p2z_blk_notify_ready();
+	p2z_log(LOG_INFO, "serving %s as /dev/ublkb%" PRIu32, path,
+		blk->dev_id);
+	ret = p2z_blk_wait(blk, set);
+	p2z_blk_record_remove(blk->dev_id);
+	return ret;
+}
+
+/* Bring the device up and serve it until a signal or a del stops it. */
+static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
+		       int notify_fd, const sigset_t *set)
+{
+	struct p2z_ublk_params params;
+	unsigned int started = 0;
+	int ret, err;
+	char cdev[P2Z_BLK_PATH_MAX];
+	bool served = false;
+
+	snprintf(cdev, sizeof(cdev), "/dev/ublkc%" PRIu32, blk->dev_id);
+	blk->cdev_fd = p2z_blk_cdev_open(cdev);
+	if (blk->cdev_fd < 0)
+		return p2z_blk_fail(blk->cdev_fd, "%s: %s", cdev,
+				    strerror(-blk->cdev_fd));
+	p2z_blk_params(blk, &params);
+	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_SET_PARAMS,
+			   blk->dev_id, &params, sizeof(params), 0);
+	if (ret) {
+		err = p2z_blk_fail(ret, "SET_PARAMS: %s", strerror(-ret));
+		goto out_close;
+	}
+	blk->queues = calloc(blk->nr_queues, sizeof(*blk->queues));
+	if (!blk->queues) {
+		err = p2z_blk_fail(-ENOMEM, "queues: %s", strerror(ENOMEM));
+		goto out_close;
+	}
+	ret = p2z_blk_queues_start(blk, &started);
+	if (ret) {
+		err = p2z_blk_fail(ret, "queues: %s", strerror(-ret));
+		goto out_stop;
+	}
+	/* The kernel reports the zones through the queues while starting. */
+	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_START_DEV,
+			   blk->dev_id, NULL, 0, (uint64_t)getpid());
+	if (ret) {
+		err = p2z_blk_fail(ret, "START_DEV: %s", strerror(-ret));
+		goto out_stop;
+	}
+	served = true;
+	err = p2z_blk_serve(blk, path, fg, notify_fd, set);
+out_stop:
+	/* Stopping ends the queues' commands (a no-op if never started). */
+	if (err || started)
+		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_STOP_DEV,
+			     blk->dev_id, NULL, 0, 0);
+	/*
+	 * A queue that failed while serving stopped the device like a del
+	 * does (SIGUSR1): that is a failure, with its reason.
+	 */
+	ret = p2z_blk_queues_stop(blk, started);
+	if (ret && !err)
+		err = p2z_blk_fail(ret,
+				   "/dev/ublkb%" PRIu32 ": queue failed: %s",
+				   blk->dev_id, strerror(-ret));
+	free(blk->queues);
+	/* Served (with or without an error since): flush before letting go. */
+	if (served) {
+		ret = p2z_blk_flush_at_stop(blk, path);
+		if (ret)
+			err = p2z_blk_fail(
+				ret,
+				"/dev/ublkb%" PRIu32
+				": flush at stop: %s (acknowledged writes may not be durable)",
+				blk->dev_id, strerror(-ret));
+	}
+out_close:
+	close(blk->cdev_fd);
+	return err;
+}
+
+int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id)
+{
+	struct p2z_blk blk = { .ctrl_fd = -1, .cdev_fd = -1, .dev_id = id };
+	int notify_fd = -1, ret, del;
+	sigset_t set;
+
+	if (!fg) {
+		ret = p2z_blk_fork(&notify_fd);
+		if (ret)
+			return ret;
+	}
+	pthread_mutex_init(&blk.lock, NULL);
+	pthread_cond_init(&blk.ready, NULL);
+	blk.nr_queues = p2z_blk_nr_queues();
+	blk.depth = P2Z_BLK_DEPTH;
+	ret = p2z_blk_ctrl_open(&blk.ctrl_fd, &blk.ctrl);
+	if (ret)
+		return ret;
+	ret = p2z_blk_dev_open(&blk, path, backend);
+	if (ret)
+		goto out_dev;
+	/*
+	 * From ADD_DEV on, a signal must not end the process before DEL_DEV
+	 * (the kernel would keep a device nobody serves): every thread
+	 * inherits the mask, and only sigwait() sees them. A hang-up (the
+	 * ssh session of an add -f dropped) or a closed log pipe stops
+	 * nothing: a device under a mounted filesystem stays.
+	 */
+	signal(SIGHUP, SIG_IGN);
+	signal(SIGPIPE, SIG_IGN);
+	sigemptyset(&set);
+	sigaddset(&set, SIGTERM);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGUSR1);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	ret = p2z_blk_add_dev(&blk);
+	if (ret)
+		goto out_dev;
+	ret = p2z_blk_run(&blk, path, fg, notify_fd, &set);
+	/* The cdev closed: DEL_DEV waits for the device's last reference. */
+	del = p2z_blk_ctrl(&blk.ctrl, blk.ctrl_fd, UBLK_U_CMD_DEL_DEV,
+			   blk.dev_id, NULL, 0, 0);
+	if (del && del != -ENODEV)
+		p2z_log(LOG_WARNING, "DEL_DEV /dev/ublkb%" PRIu32 ": %s",
+			blk.dev_id, strerror(-del));
+out_dev:
+	p2z_dev_close(blk.dev);
+	free(blk.zones);
+	p2z_blk_ctrl_close(blk.ctrl_fd, &blk.ctrl);
+	return ret;
+}

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * po2zfs-blk's seam: what its files share. blk_cli.c is the command line,
+ * blk_add.c the add command (the device's life), blk_ctrl.c the control
+ * commands, records, list and del, blk_queue.c the queue threads,
+ * blk_zoned.c the zoned target (requests, write pointer cache); blk.c
+ * (include/po2zfs/blk.h) their pure decisions. Every function here that
+ * can fail returns 0 (or a value >= 0) or -errno.
+ */
+#ifndef PO2ZFS_BLK_PRIV_H
+#define PO2ZFS_BLK_PRIV_H
+
+#include <liburing.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "po2zfs/blk.h"
+#include "po2zfs/dev.h"
+#include "po2zfs/geom.h"
+#include "ublk_uapi.h"
+
+#define PROG "po2zfs-blk"
+#define P2Z_BLK_CTRL "/dev/ublk-control"
+#define P2Z_BLK_RUN_DIR "/run/po2zfs-blk"
+#define P2Z_BLK_MAX_QUEUES 4
+#define P2Z_BLK_DEPTH 32
+#define P2Z_BLK_MAX_IO (512U << 10)
+#define P2Z_BLK_PATH_MAX 64
+/* ADD_DEV's dev_id for "any free number" */
+#define P2Z_BLK_ID_ANY UINT32_MAX
+
+/**
+ * struct p2z_blk_zone - what the server knows of one zone
+ * @wp_ofs: written LBAs from the zone start (atomic: read by every queue,
+ *	    written by the one serving the zone's write)
+ * @cap_lba: capacity
+ * @type: enum p2z_zone_type
+ */
+struct p2z_blk_zone {
+	uint64_t wp_ofs;
+	uint64_t cap_lba;
+	uint8_t type;
+};
+
+struct p2z_blk;
+
+/**
+ * struct p2z_blk_queue - one hardware queue of the ublk device
+ * @blk: the server
+ * @qid: queue index
+ * @ring: this queue's io_uring on /dev/ublkcN (SQE128)
+ * @iods: the kernel's request descriptors (mmap of /dev/ublkcN)
+ * @iods_len: bytes mapped
+ * @bufs: one buffer of blk->buf_bytes per tag
+ * @thread: the thread serving the queue
+ * @ret: why the thread ended (0: the device stopped)
+ */
+struct p2z_blk_queue {
+	struct p2z_blk *blk;
+	unsigned int qid;
+	struct io_uring ring;
+	const struct ublksrv_io_desc *iods;
+	size_t iods_len;
+	char *bufs;
+	pthread_t thread;
+	int ret;
+};
+
+/**
+ * struct p2z_blk - a running server
+ * @dev: the backing device
+ * @g: its geometry
+ * @zones: one entry per zone
+ * @ctrl_fd: /dev/ublk-control
+ * @ctrl: ring for control commands (main thread only)
+ * @cdev_fd: /dev/ublkcN
+ * @dev_id: N (before ADD_DEV: the number asked for, or P2Z_BLK_ID_ANY)
+ * @nr_queues: queues
+ * @depth: tags per queue
+ * @buf_bytes: largest request (max_sectors), the size of each tag buffer
+ * @queues: the queues
+ * @lock: guards @nr_ready, @nr_failed
+ * @ready: signalled when a queue fetched all its tags, or failed to
+ */
+struct p2z_blk {
+	struct p2z_dev *dev;
+	struct p2z_geom g;
+	struct p2z_blk_zone *zones;
+	int ctrl_fd;
+	struct io_uring ctrl;
+	int cdev_fd;
+	uint32_t dev_id;
+	unsigned int nr_queues;
+	unsigned int depth;
+	uint32_t buf_bytes;
+	struct p2z_blk_queue *queues;
+	pthread_mutex_t lock;
+	pthread_cond_t ready;
+	unsigned int nr_ready, nr_failed;
+};
+
+/* blk_ctrl.c */
+
+/**
+ * p2z_blk_fail() - say why in one line (p2z_log(): "po2zfs-blk: reason")
+ * @err: -errno to return
+ * @fmt: the reason
+ *
+ * Return: @err.
+ */
+int p2z_blk_fail(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/**
+ * p2z_blk_ctrl() - one command on /dev/ublk-control, waited for
+ * @ring: the control ring (p2z_blk_ctrl_open())
+ * @fd: /dev/ublk-control
+ * @op: UBLK_U_CMD_*
+ * @dev_id: the device
+ * @buf: the command's buffer, or NULL
+ * @len: its bytes
+ * @data: data[0]
+ *
+ * Return: the command's result: 0 or -errno.
+ */
+int p2z_blk_ctrl(struct io_uring *ring, int fd, uint32_t op, uint32_t dev_id,
+		 void *buf, uint16_t len, uint64_t data);
+
+/**
+ * p2z_blk_ctrl_open() - open /dev/ublk-control (loading ublk_drv if needed)
+ * and a ring for it
+ * @fdp: result: the fd
+ * @ring: result: the ring
+ *
+ * Return: 0, or -errno after one line saying why ublk is unavailable.
+ */
+int p2z_blk_ctrl_open(int *fdp, struct io_uring *ring);
+
+/** p2z_blk_ctrl_close() - close what p2z_blk_ctrl_open() opened */
+void p2z_blk_ctrl_close(int fd, struct io_uring *ring);
+
+/**
+ * p2z_blk_record_write() - write P2Z_BLK_RUN_DIR/@dev_id: @dev_path and
+ * this process's pid
+ * Return: 0 or -errno.
+ */
+int p2z_blk_record_write(uint32_t dev_id, const char *dev_path);
+
+/**
+ * p2z_blk_record_remove() - remove P2Z_BLK_RUN_DIR/@dev_id
+ * Return: 0 if a record was removed, else -errno (-ENOENT: none).
+ */
+int p2z_blk_record_remove(uint32_t dev_id);
+
+/**
+ * p2z_blk_bdev_is_busy() - whether /dev/ublkb@dev_id is mounted, held or
+ * open by another process
+ */
+bool p2z_blk_bdev_is_busy(uint32_t dev_id);
+
+/** p2z_blk_cmd_list() - list: print every ublk device. Return: 0 or -errno. */
+int p2z_blk_cmd_list(void);
+
+/**
+ * p2z_blk_cmd_del() - del: stop and delete /dev/ublkb@n
+ * @n: the device number
+ * @force: also one po2zfs-blk did not make, or one in use
+ *
+ * Return: 0, or -errno after one line.
+ */
+int p2z_blk_cmd_del(uint32_t n, bool force);
+
+/* blk_add.c */
+
+/**
+ * p2z_blk_cmd_add() - add: serve @path as /dev/ublkbN until it stops
+ * @path: the backing device
+ * @backend: nvme, zbd, emu or NULL (by the path)
+ * @fg: stay in the foreground (else detach once the device is up)
+ * @id: the ublk device number N wanted, or P2Z_BLK_ID_ANY
+ *
+ * Return: 0, or -errno after one line.
+ */
+int p2z_blk_cmd_add(const char *path, const char *backend, bool fg,
+		    uint32_t id);
+
+/* blk_queue.c */
+
+/**
+ * p2z_blk_queues_start() - start every queue thread
+ * @blk: the server, its device added and /dev/ublkcN open
+ * @started: result: threads started (to hand to p2z_blk_queues_stop())
+ *
+ * Waits until each started thread fetched its tags, also when a later one
+ * could not start.
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_blk_queues_start(struct p2z_blk *blk, unsigned int *started);
+
+/**
+ * p2z_blk_queues_stop() - join the @started queue threads
+ * Return: why the first that failed ended (-errno), or 0.
+ */
+int p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started);
+
+/* blk_zoned.c */
+
+/**
+ * p2z_blk_zones_init() - load every zone's write pointer into @blk->zones
+ * Return: 0, or -errno (a failed report is logged by the zone walk).
+ */
+int p2z_blk_zones_init(struct p2z_blk *blk);
+
+/**
+ * p2z_blk_handle() - serve one request
+ * @q: its queue
+ * @tag: its tag
+ * @append_sector: result: where a zone append landed
+ *
+ * Return: what COMMIT carries: bytes, 0 or -errno.
+ */
+int p2z_blk_handle(struct p2z_blk_queue *q, unsigned int tag,
+		   uint64_t *append_sector);
+
+#endif /* PO2ZFS_BLK_PRIV_H */
