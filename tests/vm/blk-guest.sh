@@ -23,7 +23,9 @@
 # killed after an acknowledged write, SIGTERM (SIGHUP ignored, one flush at
 # stop), SIGTERM refused under a mounted filesystem and forced by a second
 # one, del refusing a device whose record does not match and --force,
-# del --force of a mounted device; last, the kernel log.
+# del --force of a mounted device, a power cut (SIGKILL of the server of
+# an image with a volatile write cache) under btrfs after a sync and
+# under zonefs after an fsync; last, the kernel log.
 # Each check prints one "P2Z <config>/<check>: PASS|FAIL|SKIP|REFUSED|INFO
 # <detail>" line. REFUSED is the one refusal a check expects
 # (EXPECT_REFUSE: mkfs.f2fs' defaults on so small a volume); any other
@@ -589,6 +591,8 @@ run_ublk() {
 	check_sigterm_mounted "$ng"
 	check_del_force "$ng"
 	check_del_force_mounted "$ng"
+	check_power_cut --volatile-cache sync
+	check_power_cut_zonefs --volatile-cache
 	check_bench_raw ublk "$ng" $((96 * M))
 }
 
@@ -790,6 +794,200 @@ check_del_force_mounted() { # ng
 	[ "$r" = 1 ] || why="$why flush-lines($r)"
 	res_why ublk/del-force-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addfm.out)}" \
 		"del --force of a mounted device: exit 0 at once, server exit 0 after umount, 2 MiB in native zone 8, one flush at stop"
+}
+
+# the sum of the write pointers (from each zone's start) of block device
+# $1's zones, in KiB
+wp_kib() {
+	blkzone report "$1" | sed -n 's/.*wptr \(0x[0-9a-f]*\).*/\1/p' |
+		while read -r w; do echo $((w)); done |
+		awk '{ n += $1 } END { printf "%d\n", n / 2 }'
+}
+
+# files of the checksum list $2 (relative to directory $1) whose bytes
+# match
+sums_ok() { # dir sums
+	(cd "$1" 2>/dev/null && sha256sum -c "$2" 2>/dev/null) | grep -c ': OK$'
+}
+
+# po2zfs-blk add -f of a new emu image $1 (npo2: 16 zones of 96 MiB, 80
+# MiB capacity, 8 open and active) made with option $3 (--volatile-cache
+# or none), its log in $2; sets PID; 0 if /dev/ublkb0 came, else the
+# reason in PC_WHY
+PC_HOW='' PC_WHY=''
+pc_add() { # image log cache-option
+	local out
+
+	rm -f "$1"
+	# shellcheck disable=SC2086 # $3: an option or none
+	if ! out=$(po2zfs-emu create "$1" --zone-size 96M --zone-cap 80M \
+		--zones 16 --max-open 8 --max-active 8 $3 2>&1); then
+		PC_WHY="po2zfs-emu create: $out"
+		return 1
+	fi
+	add_fg "$1" "$2" && return 0
+	PC_WHY="add -f $1: no /dev/ublkb0: $(cat "$2")"
+	return 1
+}
+
+# The power cut: SIGKILL of the server of /dev/ublkb0 (PID) under the
+# filesystem mounted on $1, which sees I/O errors then; its umount (lazy
+# if a plain one fails), del 0, and the server added again on image $2
+# with its log in $3. Sets PC_HOW (how the umount went) and PC_WHY (what
+# went wrong, empty if nothing); 0 if the device came back.
+pc_cut() { # mountpoint image log
+	local out r
+
+	PC_WHY=
+	kill -KILL "$PID"
+	wait "$PID" 2>/dev/null
+	PC_HOW=umount
+	if ! timeout 120 umount "$1"; then
+		PC_HOW=umount-lazy
+		timeout 60 umount -l "$1" || { PC_HOW=umount-failed; PC_WHY=" umount"; }
+	fi
+	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 0 ] && [ -z "$out" ] || PC_WHY="$PC_WHY del($r: $out)"
+	wait_node /dev/ublkb0 0 || PC_WHY="$PC_WHY ublkb0-left"
+	wait_node /dev/ublkc0 0 || PC_WHY="$PC_WHY ublkc0-left"
+	add_fg "$2" "$3" && return 0
+	PC_WHY="$PC_WHY add-again($(tr '\n' '|' <"$3"))"
+	return 1
+}
+
+# stop the server of /dev/ublkb0 (PID) with SIGTERM; PC_WHY empty if it
+# exited 0
+pc_stop() {
+	local r
+
+	kill -TERM "$PID"
+	wait "$PID"
+	r=$?
+	PC_WHY=
+	[ $r = 0 ] || PC_WHY=" server-exit($r)"
+}
+
+# A power cut under btrfs. po2zfs-blk serves an emu image made with a
+# volatile write cache (po2zfs-emu(8)): what is written lives in the
+# server until a flush, so SIGKILL of the server is a power cut. btrfs
+# (commit=600: no commit but the sync's), a tree of files, sync, then
+# more files without a sync (buffered ones, and two of 4 MiB with
+# O_DIRECT, which btrfs writes to the device at once), SIGKILL, umount,
+# del, add of the image again: every file written before the sync is
+# intact and btrfs check is clean; the unsynced files may be lost (they
+# are counted, not required). The device holds exactly what was flushed:
+# its zones' write pointers are as after the sync, the unsynced O_DIRECT
+# data, written and acknowledged, went with the cache. So the sync's
+# flushes, which po2zfs-blk forwards, are what kept the files.
+# $1: po2zfs-emu create's cache option (--volatile-cache, or empty to
+# show a device without a cache keeping everything: the check then fails
+# on the write pointers); $2: sync, or nosync to show the files lost
+# without it (the check then fails).
+check_power_cut() { # cache-option sync|nosync
+	local img=/tmp/pc.img m=/mnt/btrfs dev=/dev/ublkb0 q=/sys/block/ublkb0/queue
+	local out r why='' i nsync nun intact=0 survived=0 wsync wkill wreadd sum
+
+	pc_add $img /tmp/pc1.out "$1" || { res ublk/power-cut FAIL "$PC_WHY"; return; }
+	out="$(cat $q/write_cache), fua $(cat $q/fua)"
+	[ "$out" = "write back, fua 1" ] || why="$why cache($out)"
+	mkdir -p $m
+	if ! mkfs.btrfs -f -O zoned -d single -m single $dev >/tmp/pc-mkfs.out 2>&1 ||
+		! mount -t btrfs -o commit=600 $dev $m; then
+		res ublk/power-cut FAIL "mkfs/mount: $(grep -m1 -iE 'error|fail' /tmp/pc-mkfs.out) $(klog btrfs)"
+		pc_stop
+		return
+	fi
+	mktree $m/t /tmp/pc-sums || why="$why write"
+	nsync=$(wc -l </tmp/pc-sums)
+	[ "$2" = nosync ] || sync
+	wsync=$(wp_kib $dev)
+	mkdir $m/u
+	for i in $(seq 20); do
+		head -c $((i * 4099)) /dev/urandom >"$m/u/b$i"
+	done
+	for i in 1 2; do
+		head -c $((4 * M)) /dev/urandom >/tmp/pc-d$i
+		dd if=/tmp/pc-d$i of="$m/u/d$i" bs=1M oflag=direct status=none ||
+			why="$why dio"
+	done
+	(cd $m && find u -type f | sort | xargs sha256sum) >/tmp/pc-usums
+	nun=$(wc -l </tmp/pc-usums)
+	wkill=$(wp_kib $dev)
+	if ! pc_cut $m $img /tmp/pc2.out; then
+		res ublk/power-cut FAIL "${why# }$PC_WHY"
+		return
+	fi
+	why="$why$PC_WHY"
+	wreadd=$(wp_kib $dev)
+	if mount -t btrfs $dev $m; then
+		intact=$(sums_ok $m/t /tmp/pc-sums)
+		survived=$(sums_ok $m /tmp/pc-usums)
+		umount $m || why="$why umount2"
+	else
+		why="$why remount($(klog btrfs))"
+	fi
+	out=$(btrfs check --readonly $dev 2>&1)
+	r=$?
+	echo "$out"
+	[ $r = 0 ] || why="$why btrfs-check($r: $(echo "$out" | grep -m1 -iE 'error|corrupt|invalid|wrong|mismatch'))"
+	pc_stop
+	why="$why$PC_WHY"
+	rm -f $img
+	[ "$intact" = "$nsync" ] || why="$why lost-synced"
+	[ "$wkill" -ge $((wsync + 8192)) ] || why="$why dio-not-on-device"
+	[ "$wreadd" = "$wsync" ] || why="$why device-not-as-flushed"
+	sum="synced_files=$nsync intact=$intact lost=$((nsync - intact)) unsynced_files=$nun survived=$survived"
+	echo "P2Z-VM blk-power-cut: $sum"
+	res_why ublk/power-cut "${why# }${why:+: $sum; zone write pointers after the sync $wsync KiB, at the kill $wkill, after add $wreadd}" \
+		"$sum; zone write pointers: after the sync $wsync KiB, at the kill $wkill, after add again $wreadd (the $((wkill - wsync)) KiB after the last flush lost), $PC_HOW after the kill, del exit 0, btrfs check clean"
+}
+
+# The same power cut under zonefs, where each file is a zone: 2 MiB
+# appended to seq/0 with O_DIRECT and fsync (a flush), 2 MiB to seq/1
+# with O_DIRECT only (acknowledged, in the cache); after the SIGKILL, del
+# and add, seq/0 has its 2 MiB, seq/1 is empty (its zone's write pointer
+# as the image last stored it). $1: as check_power_cut's (without a
+# cache, seq/1 keeps its 2 MiB and the check fails).
+check_power_cut_zonefs() { # cache-option
+	local img=/tmp/pcz.img m=/mnt/zonefs dev=/dev/ublkb0 why='' s0 s1
+
+	mkdir -p $m
+	pc_add $img /tmp/pcz1.out "$1" ||
+		{ res ublk/power-cut-zonefs FAIL "$PC_WHY"; return; }
+	# the super block flushed too (fsync of the block device)
+	if ! dd if=$SB of=$dev bs=4096 count=1 oflag=direct conv=fsync status=none ||
+		! mount -t zonefs $dev $m; then
+		res ublk/power-cut-zonefs FAIL "mount: $(klog zonefs)"
+		pc_stop
+		return
+	fi
+	head -c $((2 * M)) /dev/urandom >/tmp/pcz0
+	head -c $((2 * M)) /dev/urandom >/tmp/pcz1
+	dd if=/tmp/pcz0 of=$m/seq/0 bs=1M oflag=direct,append conv=notrunc,fsync \
+		status=none || why="$why dd0"
+	dd if=/tmp/pcz1 of=$m/seq/1 bs=1M oflag=direct,append conv=notrunc \
+		status=none || why="$why dd1"
+	s0=$(stat -c %s $m/seq/0) s1=$(stat -c %s $m/seq/1)
+	[ "$s0 $s1" = "$((2 * M)) $((2 * M))" ] || why="$why sizes-before($s0 $s1)"
+	if ! pc_cut $m $img /tmp/pcz2.out; then
+		res ublk/power-cut-zonefs FAIL "${why# }$PC_WHY"
+		return
+	fi
+	why="$why$PC_WHY"
+	if mount -t zonefs $dev $m; then
+		s0=$(stat -c %s $m/seq/0) s1=$(stat -c %s $m/seq/1)
+		[ "$s0" = $((2 * M)) ] && cmp -s $m/seq/0 /tmp/pcz0 || why="$why fsynced-lost($s0)"
+		[ "$s1" = 0 ] || why="$why unsynced-kept($s1)"
+		umount $m || why="$why umount2"
+	else
+		why="$why remount($(klog zonefs))"
+	fi
+	pc_stop
+	why="$why$PC_WHY"
+	rm -f $img
+	res_why ublk/power-cut-zonefs "${why# }" \
+		"after SIGKILL, del, add: seq/0 (fsynced) $s0 bytes, intact; seq/1 (not fsynced) $s1 bytes; $PC_HOW after the kill"
 }
 
 run_ublk

@@ -9,9 +9,11 @@
 # po2 namespace of that geometry through the kernel's own NVMe block
 # device (the reference: what the filesystems do without po2zfs), then on
 # the ublk device; then po2zfs-blk's bad input (a second add, a delete
-# while mounted, a killed server). A second boot, of Debian's 6.1, which
-# has no ublk driver, checks that po2zfs-blk refuses there with "ublk
-# unavailable:" and leaves no device. See blk-guest.sh. Run as root on
+# while mounted, a killed server) and a power cut (the server of an
+# image with a volatile write cache killed under btrfs after a sync and
+# under zonefs after an fsync: what was flushed is intact). A second
+# boot, of Debian's 6.1, which has no ublk driver, checks that po2zfs-blk
+# refuses there with "ublk unavailable:" and leaves no device. See blk-guest.sh. Run as root on
 # Debian 12 from anywhere:
 #
 #   tests/vm/blk.sh [-t SECONDS] [-w WORKDIR]
