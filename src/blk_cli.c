@@ -118,8 +118,7 @@ static int p2z_blk_parse(int argc, char **argv, struct p2z_blk_args *a)
 		}
 	}
 	/* Before anything opens: dev.c would say it in two lines, later. */
-	if (a->backend && strcmp(a->backend, "nvme") &&
-	    strcmp(a->backend, "zbd") && strcmp(a->backend, "emu"))
+	if (a->backend && !p2z_dev_backend_is_known(a->backend))
 		return usage_fail("unknown backend '%s' (nvme, zbd or emu)",
 				  a->backend);
 	if (a->force && strcmp(a->cmd, "del"))
