@@ -108,11 +108,7 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 	return 0;
 }
 
-/*
- * /dev/ublkcN appears when devtmpfs or udev makes it: wait a little.
- * Return: the fd, or -errno.
- */
-static int p2z_blk_cdev_open(const char *path)
+int p2z_blk_cdev_open(const char *path)
 {
 	int fd, i;
 

@@ -175,6 +175,18 @@ int p2z_blk_cmd_del(uint32_t n, bool force);
 /* blk_add.c */
 
 /**
+ * p2z_blk_cdev_open() - open /dev/ublkcN, waiting a little for its node
+ * @path: the character device's path
+ *
+ * devtmpfs or udev makes the node after ADD_DEV: ENOENT is retried for up
+ * to 2 s, any other failure is final.
+ *
+ * Return: the fd, or -errno (never a positive number on failure: a caller
+ * testing < 0 must see every failure).
+ */
+int p2z_blk_cdev_open(const char *path);
+
+/**
  * p2z_blk_cmd_add() - add: serve @path as /dev/ublkbN until it stops
  * @path: the backing device
  * @backend: nvme, zbd, emu or NULL (by the path)

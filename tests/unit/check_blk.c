@@ -383,6 +383,34 @@ START_TEST(test_stop_refused_cases)
 }
 END_TEST
 
+#ifdef P2Z_HAVE_BLK_SRV
+#include "blk_priv.h"
+
+/*
+ * Defect: p2z_blk_cdev_open() returned 1 on failure while its caller tested
+ * < 0, so a failed open of /dev/ublkcN was taken for fd 1 (stdout).
+ */
+START_TEST(test_cdev_open_errno)
+{
+	ck_assert_int_eq(p2z_blk_cdev_open("/"), -EISDIR);
+	ck_assert_int_eq(p2z_blk_cdev_open("/dev/null/ublkc0"), -ENOTDIR);
+}
+END_TEST
+
+static void blk_add_server_tests(Suite *s)
+{
+	TCase *tc = tcase_create("cdev_open");
+
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_cdev_open_errno);
+}
+#else
+static void blk_add_server_tests(Suite *s)
+{
+	(void)s;
+}
+#endif
+
 static Suite *blk_suite(void)
 {
 	Suite *s = suite_create("blk");
@@ -431,6 +459,7 @@ static Suite *blk_suite(void)
 	tc = tcase_create("stop_refused");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_stop_refused_cases);
+	blk_add_server_tests(s);
 	return s;
 }
 
