@@ -361,48 +361,25 @@ static int p2z_nvme_flush(struct p2z_dev *dev)
 
 /* ---- asynchronous ---- */
 
-/**
- * struct p2z_nvme_queue - a queue's SQE128|CQE32 ring on the namespace
- * @ring: its own ring, signalling the queue's eventfd
- */
-struct p2z_nvme_queue {
-	struct io_uring ring;
-};
-
+/* A queue is its own ring on the device (uring.h). */
 static int p2z_nvme_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
 			       void **bqp)
 {
-	struct p2z_nvme_queue *nq = calloc(1, sizeof(*nq));
-	struct io_uring_params p;
+	struct io_uring *ring;
 	int ret;
 
 	(void)dev;
-	if (!nq)
-		return -ENOMEM;
-	memset(&p, 0, sizeof(p));
-	p.flags = IORING_SETUP_SQE128 | IORING_SETUP_CQE32;
-	ret = io_uring_queue_init_params(depth, &nq->ring, &p);
-	if (ret < 0) {
-		free(nq);
-		return ret;
-	}
-	ret = io_uring_register_eventfd(&nq->ring, efd);
-	if (ret < 0) {
-		io_uring_queue_exit(&nq->ring);
-		free(nq);
-		return ret;
-	}
-	*bqp = nq;
-	return 0;
+	ret = p2z_ring_queue_open(
+		depth, IORING_SETUP_SQE128 | IORING_SETUP_CQE32, efd, &ring);
+	if (!ret)
+		*bqp = ring;
+	return ret;
 }
 
 static void p2z_nvme_queue_exit(struct p2z_dev *dev, void *bq)
 {
-	struct p2z_nvme_queue *nq = bq;
-
 	(void)dev;
-	io_uring_queue_exit(&nq->ring);
-	free(nq);
+	p2z_ring_queue_close(bq);
 }
 
 /* The command of one piece, or -errno for a piece the device never sees. */
@@ -449,7 +426,7 @@ static int p2z_nvme_io_cmd(struct p2z_nvme *nv, const struct p2z_io *io,
 static int p2z_nvme_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
-	struct p2z_nvme_queue *nq = bq;
+	struct io_uring *ring = bq;
 	struct io_uring_sqe *sqe;
 	struct p2z_nvme_cmd c;
 	int ret;
@@ -463,12 +440,12 @@ static int p2z_nvme_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 		io->ret = ret;
 		return 1;
 	}
-	sqe = io_uring_get_sqe(&nq->ring);
+	sqe = io_uring_get_sqe(ring);
 	if (!sqe)
 		return -EBUSY;
 	p2z_nvme_prep(nv, sqe, &c);
 	io_uring_sqe_set_data(sqe, io);
-	return p2z_ring_submit_one(&nq->ring, sqe);
+	return p2z_ring_submit_one(ring, sqe);
 }
 
 /* The result of a piece from its completion. */
@@ -489,28 +466,17 @@ static void p2z_nvme_io_done(struct p2z_nvme *nv, struct p2z_io *io,
 		io->ret = io->op == P2Z_IO_FLUSH ? 0 : (ssize_t)io->len;
 }
 
+static void p2z_nvme_reap_one(void *arg, struct p2z_io *io,
+			      const struct io_uring_cqe *cqe)
+{
+	p2z_nvme_io_done(arg, io, cqe);
+}
+
 static int p2z_nvme_reap(struct p2z_dev *dev, void *bq, bool wait)
 {
-	struct p2z_nvme_queue *nq = bq;
-	struct io_uring_cqe *cqe;
-	struct p2z_io *io;
-	int n = 0;
+	struct p2z_nvme *nv = P2Z_NVME(dev);
 
-	for (;;) {
-		while (!io_uring_peek_cqe(&nq->ring, &cqe)) {
-			io = io_uring_cqe_get_data(cqe);
-			if (io)
-				p2z_nvme_io_done(P2Z_NVME(dev), io, cqe);
-			io_uring_cqe_seen(&nq->ring, cqe);
-			if (!io)
-				continue;
-			io->end_io(io);
-			n++;
-		}
-		if (n || !wait)
-			return n;
-		p2z_ring_wait(&nq->ring, P2Z_NVME(dev)->ng);
-	}
+	return p2z_ring_queue_reap(bq, wait, nv->ng, p2z_nvme_reap_one, nv);
 }
 
 static bool p2z_nvme_cond_is_known(uint8_t cond)

@@ -501,45 +501,24 @@ static int p2z_zbd_flush(struct p2z_dev *dev)
 
 /* ---- asynchronous ---- */
 
-/**
- * struct p2z_zbd_queue - a queue's ring on the device
- * @ring: its own ring, signalling the queue's eventfd
- */
-struct p2z_zbd_queue {
-	struct io_uring ring;
-};
-
+/* A queue is its own ring on the device (uring.h). */
 static int p2z_zbd_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
 			      void **bqp)
 {
-	struct p2z_zbd_queue *zq = calloc(1, sizeof(*zq));
+	struct io_uring *ring;
 	int ret;
 
 	(void)dev;
-	if (!zq)
-		return -ENOMEM;
-	ret = io_uring_queue_init(depth, &zq->ring, 0);
-	if (ret < 0) {
-		free(zq);
-		return ret;
-	}
-	ret = io_uring_register_eventfd(&zq->ring, efd);
-	if (ret < 0) {
-		io_uring_queue_exit(&zq->ring);
-		free(zq);
-		return ret;
-	}
-	*bqp = zq;
-	return 0;
+	ret = p2z_ring_queue_open(depth, 0, efd, &ring);
+	if (!ret)
+		*bqp = ring;
+	return ret;
 }
 
 static void p2z_zbd_queue_exit(struct p2z_dev *dev, void *bq)
 {
-	struct p2z_zbd_queue *zq = bq;
-
 	(void)dev;
-	io_uring_queue_exit(&zq->ring);
-	free(zq);
+	p2z_ring_queue_close(bq);
 }
 
 /* A piece done here, synchronously: 1 tells the queue it is done. */
@@ -573,7 +552,7 @@ static int p2z_zbd_sync_piece(struct p2z_dev *dev, struct p2z_io *io)
 static int p2z_zbd_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 {
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
-	struct p2z_zbd_queue *zq = bq;
+	struct io_uring *ring = bq;
 	struct io_uring_sqe *sqe;
 	size_t n = io->len;
 
@@ -585,7 +564,7 @@ static int p2z_zbd_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 	if (io->op == P2Z_IO_WRITE &&
 	    n > zbd->zone_bytes - io->ofs % zbd->zone_bytes)
 		n = zbd->zone_bytes - io->ofs % zbd->zone_bytes;
-	sqe = io_uring_get_sqe(&zq->ring);
+	sqe = io_uring_get_sqe(ring);
 	if (!sqe)
 		return -EBUSY;
 	if (io->op == P2Z_IO_READ)
@@ -597,7 +576,7 @@ static int p2z_zbd_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 	if (io->op == P2Z_IO_WRITE && (io->flags & P2Z_IO_FUA))
 		sqe->rw_flags = RWF_DSYNC;
 	io_uring_sqe_set_data(sqe, io);
-	return p2z_ring_submit_one(&zq->ring, sqe);
+	return p2z_ring_submit_one(ring, sqe);
 }
 
 /* A write on the ring completed: move the cached write pointer. */
@@ -614,33 +593,21 @@ static void p2z_zbd_write_done(struct p2z_zbd *zbd, const struct p2z_io *io)
 	pthread_mutex_unlock(p2z_zbd_lock(zbd, zidx));
 }
 
+static void p2z_zbd_reap_one(void *arg, struct p2z_io *io,
+			     const struct io_uring_cqe *cqe)
+{
+	io->ret = cqe->res;
+	/* Nothing moved: past the end of the device. */
+	if (!io->ret && io->op != P2Z_IO_FLUSH)
+		io->ret = -EIO;
+	if (io->op == P2Z_IO_WRITE)
+		p2z_zbd_write_done(arg, io);
+}
+
 static int p2z_zbd_reap(struct p2z_dev *dev, void *bq, bool wait)
 {
-	struct p2z_zbd_queue *zq = bq;
-	struct io_uring_cqe *cqe;
-	struct p2z_io *io;
-	int n = 0;
-
-	for (;;) {
-		while (!io_uring_peek_cqe(&zq->ring, &cqe)) {
-			io = io_uring_cqe_get_data(cqe);
-			if (io)
-				io->ret = cqe->res;
-			io_uring_cqe_seen(&zq->ring, cqe);
-			if (!io)
-				continue;
-			/* Nothing moved: past the end of the device. */
-			if (!io->ret && io->op != P2Z_IO_FLUSH)
-				io->ret = -EIO;
-			if (io->op == P2Z_IO_WRITE)
-				p2z_zbd_write_done(P2Z_ZBD(dev), io);
-			io->end_io(io);
-			n++;
-		}
-		if (n || !wait)
-			return n;
-		p2z_ring_wait(&zq->ring, dev->path);
-	}
+	return p2z_ring_queue_reap(bq, wait, dev->path, p2z_zbd_reap_one,
+				   P2Z_ZBD(dev));
 }
 
 /* ---- probe/open/close ---- */

@@ -80,30 +80,6 @@ int p2z_emu_data_read(struct p2z_emu_dev *e, void *buf, size_t len,
 	return ret;
 }
 
-/* pwrite(2) all of @buf; @rwf: RWF_DSYNC for a FUA write, or 0. */
-static int p2z_emu_pwrite_rwf(int fd, const void *buf, size_t len, uint64_t ofs,
-			      int rwf)
-{
-	struct iovec iov;
-	ssize_t ret;
-
-	if (!rwf)
-		return p2z_emu_pwrite_full(fd, buf, len, ofs);
-	while (len) {
-		iov.iov_base = (void *)buf;
-		iov.iov_len = len;
-		ret = pwritev2(fd, &iov, 1, (off_t)ofs, rwf);
-		if (ret < 0 && errno == EINTR)
-			continue;
-		if (ret < 0)
-			return -errno;
-		buf = (const char *)buf + ret;
-		len -= (size_t)ret;
-		ofs += (uint64_t)ret;
-	}
-	return 0;
-}
-
 int p2z_emu_data_write(struct p2z_emu_dev *e, const void *buf, size_t len,
 		       uint64_t ofs, int rwf)
 {
@@ -111,11 +87,11 @@ int p2z_emu_data_write(struct p2z_emu_dev *e, const void *buf, size_t len,
 	int ret;
 
 	if (p2z_emu_buf_is_aligned(e, buf))
-		return p2z_emu_pwrite_rwf(e->data_fd, buf, len, ofs, rwf);
+		return p2z_emu_pwrite_full(e->data_fd, buf, len, ofs, rwf);
 	if (posix_memalign(&bounce, P2Z_EMU_DIO_ALIGN, len))
 		return -ENOMEM;
 	memcpy(bounce, buf, len);
-	ret = p2z_emu_pwrite_rwf(e->data_fd, bounce, len, ofs, rwf);
+	ret = p2z_emu_pwrite_full(e->data_fd, bounce, len, ofs, rwf);
 	free(bounce);
 	return ret;
 }
@@ -159,7 +135,7 @@ int p2z_emu_zero_range(int fd, uint64_t ofs, uint64_t len)
 	while (len) {
 		size_t n = len < sizeof(zeros) ? (size_t)len : sizeof(zeros);
 
-		ret = p2z_emu_pwrite_full(fd, zeros, n, ofs);
+		ret = p2z_emu_pwrite_full(fd, zeros, n, ofs, 0);
 		if (ret)
 			return ret;
 		ofs += n;

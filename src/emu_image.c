@@ -23,6 +23,7 @@
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "po2zfs/emu.h"
@@ -68,10 +69,16 @@ int p2z_emu_why(char *why, size_t len, int err, const char *fmt, ...)
 	return err;
 }
 
-int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs)
+int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs,
+			int rwf)
 {
+	struct iovec iov;
+	ssize_t ret;
+
 	while (len) {
-		ssize_t ret = pwrite(fd, buf, len, (off_t)ofs);
+		iov.iov_base = (void *)buf;
+		iov.iov_len = len;
+		ret = pwritev2(fd, &iov, 1, (off_t)ofs, rwf);
 
 		if (ret < 0 && errno == EINTR)
 			continue;
@@ -518,9 +525,9 @@ static int p2z_emu_write_table(int fd, const struct p2z_emu_geom *g, char *why,
 			buf[i].cond = zidx + i < g->nr_cnv ?
 					      P2Z_ZONE_COND_NOT_WP :
 					      P2Z_ZONE_COND_EMPTY;
-		ret = p2z_emu_pwrite_full(fd, buf, n * sizeof(buf[0]),
-					  P2Z_EMU_HDR_BYTES +
-						  zidx * sizeof(buf[0]));
+		ret = p2z_emu_pwrite_full(
+			fd, buf, n * sizeof(buf[0]),
+			P2Z_EMU_HDR_BYTES + zidx * sizeof(buf[0]), 0);
 		if (ret)
 			return p2z_emu_why(why, len, ret,
 					   "writing the zone table: %s",
@@ -552,7 +559,7 @@ static int p2z_emu_format(int fd, const struct p2z_emu_geom *g, char *why,
 	if (ret)
 		return ret;
 	p2z_emu_hdr_encode(&h, g);
-	ret = p2z_emu_pwrite_full(fd, &h, sizeof(h), 0);
+	ret = p2z_emu_pwrite_full(fd, &h, sizeof(h), 0, 0);
 	if (!ret && fsync(fd) < 0)
 		ret = -errno;
 	if (ret)

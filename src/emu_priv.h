@@ -191,10 +191,12 @@ int p2z_emu_image_load(const char *path, bool rdonly, enum p2z_emu_lock lock,
  * @buf: data
  * @len: bytes to write
  * @ofs: file offset
+ * @rwf: pwritev2(2) flags (RWF_DSYNC for a FUA write), or 0
  *
  * Return: 0 or a system call's -errno.
  */
-int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs);
+int p2z_emu_pwrite_full(int fd, const void *buf, size_t len, uint64_t ofs,
+			int rwf);
 
 /**
  * p2z_emu_image_record_fault() - record a fault in a zone's table entry

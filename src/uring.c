@@ -16,6 +16,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "po2zfs/dev.h"
 #include "po2zfs/log.h"
 #include "uring.h"
 
@@ -216,6 +217,65 @@ void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe)
 		told = true;
 		nanosleep(&pause, NULL);
 	}
+}
+
+int p2z_ring_queue_open(unsigned int depth, unsigned int setup_flags, int efd,
+			struct io_uring **ringp)
+{
+	struct io_uring *ring = calloc(1, sizeof(*ring));
+	struct io_uring_params p;
+	int ret;
+
+	if (!ring)
+		return -ENOMEM;
+	memset(&p, 0, sizeof(p));
+	p.flags = setup_flags;
+	ret = io_uring_queue_init_params(depth, ring, &p);
+	if (ret < 0)
+		goto out_free;
+	ret = io_uring_register_eventfd(ring, efd);
+	if (ret < 0)
+		goto out_exit;
+	*ringp = ring;
+	return 0;
+
+out_exit:
+	io_uring_queue_exit(ring);
+out_free:
+	free(ring);
+	return ret;
+}
+
+int p2z_ring_queue_reap(struct io_uring *ring, bool wait, const char *name,
+			void (*done)(void *arg, struct p2z_io *io,
+				     const struct io_uring_cqe *cqe),
+			void *arg)
+{
+	struct io_uring_cqe *cqe;
+	struct p2z_io *io;
+	int n = 0;
+
+	for (;;) {
+		while (!io_uring_peek_cqe(ring, &cqe)) {
+			io = io_uring_cqe_get_data(cqe);
+			if (io)
+				done(arg, io, cqe);
+			io_uring_cqe_seen(ring, cqe);
+			if (!io)
+				continue;
+			io->end_io(io);
+			n++;
+		}
+		if (n || !wait)
+			return n;
+		p2z_ring_wait(ring, name);
+	}
+}
+
+void p2z_ring_queue_close(struct io_uring *ring)
+{
+	io_uring_queue_exit(ring);
+	free(ring);
 }
 
 int p2z_ring_submit_one(struct io_uring *ring, struct io_uring_sqe *sqe)

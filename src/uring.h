@@ -139,6 +139,45 @@ void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe);
  */
 
 /**
+ * p2z_ring_queue_open() - a queue's own ring, its completions signalling
+ *			   an eventfd
+ * @depth: entries
+ * @setup_flags: IORING_SETUP_* (SQE128 | CQE32 for NVMe passthrough)
+ * @efd: the eventfd to register with the ring
+ * @ringp: result, for p2z_ring_queue_close()
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_ring_queue_open(unsigned int depth, unsigned int setup_flags, int efd,
+			struct io_uring **ringp);
+
+struct p2z_io;
+
+/**
+ * p2z_ring_queue_reap() - complete what a queue's ring has completed
+ * @ring: the queue's ring
+ * @wait: wait for one completion if none is there
+ * @name: device, for the message if a wait fails
+ * @done: the backend's part: fill @io's result from @cqe (called before the
+ *	  CQE is released)
+ * @arg: passed to @done
+ *
+ * Then runs each request's end_io(); CQEs without a request are dropped.
+ *
+ * Return: requests completed.
+ */
+int p2z_ring_queue_reap(struct io_uring *ring, bool wait, const char *name,
+			void (*done)(void *arg, struct p2z_io *io,
+				     const struct io_uring_cqe *cqe),
+			void *arg);
+
+/**
+ * p2z_ring_queue_close() - undo p2z_ring_queue_open()
+ * @ring: the ring
+ */
+void p2z_ring_queue_close(struct io_uring *ring);
+
+/**
  * p2z_ring_submit_one() - submit the SQE just prepared
  * @ring: ring
  * @sqe: that SQE
