@@ -403,6 +403,7 @@ fi
 say "variants: ${VARS[*]}; sizes: $BENCH_SIZES; rounds: $BENCH_ROUNDS; ${BENCH_MIB} MiB per job"
 
 SECONDS=0
+result_start
 DONE=0
 for r in $(seq "$BENCH_ROUNDS"); do
 	# stop before a round that would not end within the budget

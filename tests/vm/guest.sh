@@ -271,14 +271,20 @@ test_owner() { # config ng disk
 	result_why "$cfg" ownership "$why"
 }
 
-run_config() { # config path backend nsid zone cap full|quick
-	local cfg=$1 ng=${NG[$4]:-} tests
-
-	W=/tmp/$cfg
+# config_begin CONFIG PATH BACKEND: the configuration's work dir $W, its
+# output to $W/log, the clock of its results at 0
+config_begin() {
+	W=/tmp/$1
 	mkdir -p "$W"
 	exec >"$W/log" 2>&1
 	result_start
-	echo "P2Z-VM ---- $cfg: $2 backend=$3"
+	echo "P2Z-VM ---- $1: $2 backend=$3"
+}
+
+run_config() { # config path backend nsid zone cap full|quick
+	local cfg=$1 ng=${NG[$4]:-} tests
+
+	config_begin "$cfg" "$2" "$3"
 	if [ -z "$ng" ]; then
 		result "$cfg" setup FAIL "no generic device for nsid $4"
 		return
@@ -307,11 +313,7 @@ run_config() { # config path backend nsid zone cap full|quick
 run_nullblk() {
 	local cfg=nullblk-zbd ko
 
-	W=/tmp/$cfg
-	mkdir -p "$W"
-	exec >"$W/log" 2>&1
-	result_start
-	echo "P2Z-VM ---- $cfg: /dev/nullb0 backend=auto"
+	config_begin $cfg /dev/nullb0 auto
 	ko=$(grep null_blk /lib/modules/load.list)
 	if ! insmod "/lib/modules/$(uname -r)/$ko" nr_devices=1 zoned=1 gb=1 \
 		bs=4096 zone_size=16 zone_capacity=12 zone_nr_conv=2 \
@@ -337,14 +339,10 @@ run_nullblk() {
 # last one are filled with an append each and checked against nvme-cli and
 # a raw read, then again after a remount.
 run_many() {
-	local cfg=npo2-many ng=${NG[5]:-} mnt z st why='' zones out r
+	local cfg=npo2-many ng=${NG[5]:-} mnt z st why='' zones out r n
 	local cap=8192
 
-	W=/tmp/$cfg
-	mkdir -p "$W"
-	exec >"$W/log" 2>&1
-	result_start
-	echo "P2Z-VM ---- $cfg: $ng backend=auto"
+	config_begin $cfg "$ng" auto
 	if [ -z "$ng" ]; then
 		result $cfg setup FAIL "no generic device for nsid 5"
 		return
@@ -367,7 +365,8 @@ run_many() {
 		result $cfg mount FAIL "mount: $(tail -n 1 "$W/daemon.log")"
 		return
 	fi
-	[ "$(ls "$mnt/seq" | wc -l)" = 9000 ] || why="$why count($(ls "$mnt/seq" | wc -l))"
+	n=$(find "$mnt/seq" -mindepth 1 -maxdepth 1 | wc -l)
+	[ "$n" = 9000 ] || why="$why count($n)"
 	for z in $zones; do
 		head -c $cap /dev/urandom >"$W/d$z"
 		dd if="$W/d$z" of="$mnt/seq/$z" bs=$cap oflag=append \

@@ -5,7 +5,8 @@
 # po2zfs-blk's test (tests/vm/blk.sh) and the guest benchmark
 # (contrib/bench/guest-bench.sh): host packages, Debian
 # kernels, the po2zfs build, a busybox initramfs with the tools, kernel
-# modules, and one boot with one NVMe controller. Sourced, not run.
+# modules, and one boot with one NVMe controller. Sourced, not run. What
+# the guest scripts share is in guest-lib.sh, packed into every guest.
 #
 # The caller sets: top (source tree), vm (this directory), work (work dir),
 # cache (kernel package cache), tmo (seconds per guest) and optionally tag
