@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck source-path=SCRIPTDIR
 #
 # Runs inside the benchmark guest (see guest-bench.sh), as /p2z/guest.sh:
 # one NVMe controller with
@@ -21,15 +22,20 @@
 # with Write commands (zonemode=zbd) and reads plainly, in commands of at
 # most the controller's transfer limit.
 #
-# Prints progress as "P2Z-BENCH ..." lines, the tables as "P2Z-TABLE ..."
-# lines, then the fio JSON output and the daemon logs as a base64 tar.gz
-# between "P2Z-BENCH-JSON-BEGIN" and "P2Z-BENCH-JSON-END".
+# Prints progress as "P2Z-BENCH ..." lines, a result line (guest-lib.sh) per
+# mount and per fio job, "P2Z-RESULT <variant> <check> PASS|FAIL <seconds>s
+# <detail>" (check: mount, or r<round>-<op>-<size> with MiB/s and latency),
+# the tables as "P2Z-TABLE ..." lines, then the fio JSON output and the
+# daemon logs as a base64 tar.gz between "P2Z-BENCH-JSON-BEGIN" and
+# "P2Z-BENCH-JSON-END".
 set -u
 BENCH_ROUNDS=3 BENCH_SIZES="1M 128K 4K" BENCH_MIB=64 BENCH_RAW=1
 BENCH_HOST=unknown BENCH_SOURCE=unknown BENCH_IMAGES=unknown BENCH_OPTS=
 BENCH_BUDGET=1500
 # shellcheck source=/dev/null
 . /p2z/vm.conf
+# shellcheck source=../../tests/vm/guest-lib.sh
+. /p2z/guest-lib.sh
 M=$((1024 * 1024))
 B=/tmp/bench
 J=$B/json
@@ -39,25 +45,18 @@ mkdir -p "$J" /mnt/zonefs /mnt/po2 /mnt/npo2 /mnt/null
 
 say() { echo "P2Z-BENCH $*"; }
 
-declare -A NG DISK ZS PID
-for ng in /dev/ng*; do
-	[ -c "$ng" ] && NG[$(p2z_vm_raw nsid "$ng")]=$ng
-done
-for d in /sys/block/nvme*; do
-	[ -e "$d/nsid" ] && DISK[$(cat "$d/nsid")]=${d##*/}
-done
+declare -A ZS PID
+results_init
+ns_map
 ZS=([1]=$((96 * M)) [2]=$((128 * M)) [3]=$((128 * M)))
-for n in 1 2 3; do
-	say "nsid $n: generic ${NG[$n]:-none}, disk ${DISK[$n]:-none}"
-done
+ns_show 1 2 3
 # Transfer limit of each namespace's queue, in whole LBAs: passthrough
 # commands must not exceed it. On 6.12 the hidden disk of an npo2
 # namespace keeps the block layer's default of 127 KiB.
 declare -A MAXT
 for n in 1 2 3; do
 	# shellcheck disable=SC2017 # rounded down to whole 4 KiB LBAs
-	MAXT[$n]=$(($(cat "/sys/block/${DISK[$n]:-none}/queue/max_hw_sectors_kb" \
-		2>/dev/null || echo 124) / 4 * 4096))
+	MAXT[$n]=$(($(ns_queue $n max_hw_sectors_kb || echo 124) / 4 * 4096))
 done
 
 # ---- mounts ----
@@ -65,14 +64,18 @@ done
 mount_zonefs() {
 	local dev=/dev/${DISK[2]:-none}
 
-	[ -b "$dev" ] || { say "no block device for nsid 2: no zonefs"; return 1; }
+	if [ ! -b "$dev" ]; then
+		result zonefs mount FAIL "no block device for nsid 2"
+		return 1
+	fi
 	# the super block in zone 0, as mkzonefs writes it: seq files start
 	# at zone 1
 	if ! dd if=/p2z/zonefs-sb.bin of="$dev" bs=4096 count=1 oflag=direct \
 		status=none || ! mount -t zonefs "$dev" /mnt/zonefs; then
-		say "zonefs mount failed: $(dmesg | grep -i zonefs | tail -n 1)"
+		result zonefs mount FAIL "$(dmesg | grep -i zonefs | tail -n 1)"
 		return 1
 	fi
+	result zonefs mount PASS "$dev"
 }
 
 # wait_mount VARIANT: its daemon (PID[VARIANT]) mounted /mnt/VARIANT, or
@@ -89,12 +92,18 @@ wait_mount() {
 mount_po2zfs() { # variant nsid
 	local v=$1 ng=${NG[$2]:-} opts=()
 
-	[ -n "$ng" ] || { say "no generic device for nsid $2: no $v"; return 1; }
+	if [ -z "$ng" ]; then
+		result "$v" mount FAIL "no generic device for nsid $2"
+		return 1
+	fi
 	[ -z "$BENCH_OPTS" ] || opts=(-o "$BENCH_OPTS")
 	po2zfs "$ng" "/mnt/$v" -f "${opts[@]}" >"$B/daemon-$v.log" 2>&1 &
 	PID[$v]=$!
-	wait_mount "$v" && return 0
-	say "po2zfs $ng did not mount: $(tail -n 1 "$B/daemon-$v.log")"
+	if wait_mount "$v"; then
+		result "$v" mount PASS "$ng"
+		return 0
+	fi
+	result "$v" mount FAIL "po2zfs $ng: $(tail -n 1 "$B/daemon-$v.log")"
 	return 1
 }
 
@@ -105,9 +114,10 @@ mount_null() {
 	p2z_nullfs /mnt/null >"$B/daemon-null.log" 2>&1 &
 	PID[null]=$!
 	if ! wait_mount null; then
-		say "p2z_nullfs did not mount: $(tail -n 1 "$B/daemon-null.log")"
+		result null mount FAIL "p2z_nullfs: $(tail -n 1 "$B/daemon-null.log")"
 		return 1
 	fi
+	result null mount PASS p2z_nullfs
 	dev=$(mountpoint -d /mnt/null)
 	echo 1024 >"/sys/class/bdi/$dev/read_ahead_kb" ||
 		say "null: read-ahead stays at the default"
@@ -124,27 +134,10 @@ ms() {
 	echo $(((${t1/./} - ${t0/./}) / 1000))
 }
 
-# MiB/s and mean completion latency (µs) of section $2 (read, write) of
-# fio JSON output $1, or nothing if fio moved fewer than $3 bytes.
-fio_parse() { # json section bytes
-	awk -v sec="$2" -v want="$3" '
-		/^ *"[a-z]+" : \{/ {
-			s = $1; gsub(/"/, "", s); if (s != "clat_ns") cur = s
-		}
-		/"clat_ns" : \{/ { inclat = (cur == sec) }
-		cur == sec && /"io_bytes" :/ { io = $3 + 0 }
-		cur == sec && /"bw_bytes" :/ { bw = $3 + 0 }
-		inclat && /"mean" :/ { clat = $3 + 0; inclat = 0 }
-		END {
-			if (io < want || bw <= 0)
-				exit 1
-			printf "%.3f %.1f\n", bw / 1048576, clat / 1000
-		}' "$1"
-}
-
-# One fio job; appends "round variant op size MiB/s clat_us" to $RES.
+# One fio job; appends "round variant op size MiB/s clat_us" to $RES and
+# prints its result line: FAIL if fio failed or moved less than it should.
 run_job() { # round variant op size index
-	local r=$1 v=$2 op=$3 bs=$4 k=$5 args out sec=read n bsb val
+	local r=$1 v=$2 op=$3 bs=$4 k=$5 args out sec=read n bsb io mib clat
 	local want=$((BENCH_MIB * M))
 	local ns off f=
 
@@ -196,11 +189,13 @@ run_job() { # round variant op size index
 	n=$?
 	[ -n "$f" ] && getfattr --only-values -n user.dev.stats "/mnt/$v" \
 		>"${out%.json}.stats" 2>/dev/null
-	if [ $n = 0 ] && val=$(fio_parse "$out" $sec "$want"); then
-		echo "$r $v $op $bs $val" >>"$RES"
+	io=0 mib=0.000 clat=0
+	[ $n != 0 ] || read -r io mib clat < <(fio_result "$out" $sec)
+	if [ $n = 0 ] && [ "${io:-0}" -ge "$want" ] && [ "$mib" != 0.000 ]; then
+		echo "$r $v $op $bs $mib $clat" >>"$RES"
+		result "$v" "r$r-$op-$bs" PASS "$mib MiB/s, clat $clat µs"
 	else
-		say "round $r $v $op $bs: fio exit $n, not $want bytes:" \
-			"$(grep -m1 -iE 'err|fail' "$out.err" | head -n 1)"
+		result "$v" "r$r-$op-$bs" FAIL "fio exit $n, ${io:-0} of $want bytes: $(grep -m1 -iE 'err|fail' "$out.err" | head -n 1)"
 		echo "$r $v $op $bs err err" >>"$RES"
 	fi
 }
@@ -408,6 +403,7 @@ fi
 say "variants: ${VARS[*]}; sizes: $BENCH_SIZES; rounds: $BENCH_ROUNDS; ${BENCH_MIB} MiB per job"
 
 SECONDS=0
+result_start
 DONE=0
 for r in $(seq "$BENCH_ROUNDS"); do
 	# stop before a round that would not end within the budget

@@ -108,9 +108,6 @@ main() {
 	build_project
 	[ -x "$build/po2zfs" ] || die "no po2zfs in $build"
 	build_vm_raw || die "p2z_vm_raw did not build"
-	gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
-		-o "$work/bin/p2z_zonefs_sb" "$bench/p2z_zonefs_sb.c" ||
-		die "p2z_zonefs_sb did not build"
 	# shellcheck disable=SC2046 # pkg-config's flags are words
 	gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
 		$(pkg-config --cflags fuse3) -o "$work/bin/p2z_nullfs" \
@@ -123,8 +120,7 @@ main() {
 	vm_base_root "$root" "$bench/guest-bench-vm.sh"
 	cp "$work/bin/p2z_nullfs" "$root/p2z/bin/" || die "no p2z_nullfs"
 	copy_libs "$root" "$work/bin/p2z_nullfs"
-	"$work/bin/p2z_zonefs_sb" "$root/p2z/zonefs-sb.bin" ||
-		die "no zonefs super block"
+	build_zonefs_sb "$root" || die "no zonefs super block"
 	mkdir -p "$images" && imgdir=$(mktemp -d "$images/po2zfs-gbench.XXXXXX") ||
 		die "cannot create a directory in $images"
 	# shellcheck disable=SC2064
@@ -149,7 +145,8 @@ main() {
 	boot_guest "$kroot" "$work/$kver/initrd" "$log" bench_nvme_args \
 		"$imgdir" | grep -av '^P2Z-TABLE' >&2
 	rc=${PIPESTATUS[0]}
-	say "guest ran ${SECONDS}s, qemu rc $rc" >&2
+	say "guest ran ${SECONDS}s, qemu rc $rc; $(vm_results "$log" PASS)" \
+		"mounts and fio jobs passed, $(vm_results "$log" FAIL) failed" >&2
 
 	rm -rf "$work/json"
 	sed -n '/^P2Z-BENCH-JSON-BEGIN$/,/^P2Z-BENCH-JSON-END$/p' "$log" |

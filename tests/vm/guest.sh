@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck source-path=SCRIPTDIR
 #
 # Runs inside the device-test guest (see run.sh): one NVMe controller with
 #   nsid 1  npo2, 96 MiB zones, 80 MiB capacity, 4 KiB LBAs (hidden disk)
@@ -23,44 +24,29 @@
 # Namespaces are independent devices: the configurations of nsid 1, of
 # nsid 2, 5 and null_blk, of nsid 3 and of nsid 4 run alongside each other.
 #
-# Prints "P2Z-RESULT <config> <test> <verdict> <seconds>s [reason]" lines;
-# each configuration's full output follows at the end.
+# Prints a result line (guest-lib.sh) per check, "P2Z-RESULT <config> <test>
+# <verdict> <seconds>s [reason]", the clock starting at the previous result
+# of the same configuration; each configuration's full output follows at
+# the end.
 set -u
 export P2Z_BUILD=/p2z/build P2Z_TIO=/p2z/build/tests/p2z_tio
 P2Z_VM_TESTS='' P2Z_VM_FULL=0
 # shellcheck source=/dev/null
 . /p2z/vm.conf
+# shellcheck source=guest-lib.sh
+. /p2z/guest-lib.sh
 # The mount tests' helpers (is_mounted, po2_roundup, ...): defining them
 # has no side effect; their verdict functions (fail, skip) exit, so the
-# guest's own checks report through result() instead.
+# guest's own checks report through guest-lib.sh's result instead.
 # shellcheck source=../func/common.sh
 . /p2z/tests/func/common.sh
 QUICK="0001 0101 0104 0109 0201 0202 0301 0402"
 M=$((1024 * 1024))
-SECONDS=0
+# results go to the console (fd 3), each configuration's output to its log
+P2Z_RESULT_FD=3
 
-# The clock starts at the previous result of the same configuration.
-result() { # config test verdict [reason]
-	echo "P2Z-RESULT $1 $2 $3 ${SECONDS}s${4:+ $4}" >&3
-	SECONDS=0
-	[ "$3" != FAIL ] || touch /tmp/p2z-failed
-}
-
-declare -A NG DISK
-for ng in /dev/ng*; do
-	[ -c "$ng" ] && NG[$(p2z_vm_raw nsid "$ng")]=$ng
-done
-for d in /sys/block/nvme*; do
-	[ -e "$d/nsid" ] && DISK[$(cat "$d/nsid")]=${d##*/}
-done
-for n in 1 2 3 4 5; do
-	d=${DISK[$n]:-}
-	q=/sys/block/$d/queue
-	echo "P2Z-VM nsid $n: generic ${NG[$n]:-none}, disk ${d:-none}" \
-		"(node $([ -b "/dev/$d" ] && echo present || echo absent)," \
-		"zoned $(cat "$q/zoned" 2>/dev/null)," \
-		"max_hw_sectors_kb $(cat "$q/max_hw_sectors_kb" 2>/dev/null))"
-done
+ns_map
+ns_show 1 2 3 4 5
 
 # nvme-cli's view of one zone: "<condition> <wp - zslba in LBAs>", the
 # condition named as po2zfs names it (nvme-cli 2.3 prints the raw ZS byte).
@@ -184,15 +170,14 @@ test_zone_tool() { # config path backend ng zone cap lbs bytes
 	po2zfs-zone reset "${bo[@]}" "$path" 3 --yes </dev/null || why="$why reset"
 	st=$(zone_state "$ng" $((zone / lbs)) 3)
 	[ "$st" = "empty 0" ] || why="$why nvme-cli-reset($st)"
-	[ -z "$why" ] && result "$cfg" zone-tool PASS ||
-		result "$cfg" zone-tool FAIL "${why# }"
+	result_why "$cfg" zone-tool "$why"
 }
 
 # The same through a mount: what the device layer left, appends with dd,
 # the bytes through the mount and raw, the zone state, then a reset.
 test_mount() { # config path backend ng zone
 	local cfg=$1 path=$2 be=$3 ng=$4 zone=$5 mnt=$W/mnt lbs st n
-	local why= opts=()
+	local why='' opts=()
 
 	mkdir -p "$mnt"
 	if [ "$be" = auto ]; then
@@ -226,12 +211,8 @@ test_mount() { # config path backend ng zone
 	[ "$st" = "empty 0" ] || why="$why nvme-cli-after-reset($st)"
 	umount "$mnt" || why="$why umount"
 	wait $PID || why="$why daemon-exit"
-	if [ -z "$why" ]; then
-		result "$cfg" mount-bytes PASS
-	else
-		result "$cfg" mount-bytes FAIL "${why# }"
-		tail -n 5 "$W/daemon.log"
-	fi
+	result_why "$cfg" mount-bytes "$why"
+	[ -z "$why" ] || tail -n 5 "$W/daemon.log"
 }
 
 test_func() { # config path backend tests
@@ -287,18 +268,23 @@ test_owner() { # config ng disk
 		umount "$mnt" || why="$why umount($1)"
 		wait $PID || why="$why daemon-exit($1)"
 	done
-	[ -z "$why" ] && result "$cfg" ownership PASS ||
-		result "$cfg" ownership FAIL "${why# }"
+	result_why "$cfg" ownership "$why"
+}
+
+# config_begin CONFIG PATH BACKEND: the configuration's work dir $W, its
+# output to $W/log, the clock of its results at 0
+config_begin() {
+	W=/tmp/$1
+	mkdir -p "$W"
+	exec >"$W/log" 2>&1
+	result_start
+	echo "P2Z-VM ---- $1: $2 backend=$3"
 }
 
 run_config() { # config path backend nsid zone cap full|quick
 	local cfg=$1 ng=${NG[$4]:-} tests
 
-	W=/tmp/$cfg
-	mkdir -p "$W"
-	exec >"$W/log" 2>&1
-	SECONDS=0
-	echo "P2Z-VM ---- $cfg: $2 backend=$3"
+	config_begin "$cfg" "$2" "$3"
 	if [ -z "$ng" ]; then
 		result "$cfg" setup FAIL "no generic device for nsid $4"
 		return
@@ -327,11 +313,7 @@ run_config() { # config path backend nsid zone cap full|quick
 run_nullblk() {
 	local cfg=nullblk-zbd ko
 
-	W=/tmp/$cfg
-	mkdir -p "$W"
-	exec >"$W/log" 2>&1
-	SECONDS=0
-	echo "P2Z-VM ---- $cfg: /dev/nullb0 backend=auto"
+	config_begin $cfg /dev/nullb0 auto
 	ko=$(grep null_blk /lib/modules/load.list)
 	if ! insmod "/lib/modules/$(uname -r)/$ko" nr_devices=1 zoned=1 gb=1 \
 		bs=4096 zone_size=16 zone_capacity=12 zone_nr_conv=2 \
@@ -357,14 +339,10 @@ run_nullblk() {
 # last one are filled with an append each and checked against nvme-cli and
 # a raw read, then again after a remount.
 run_many() {
-	local cfg=npo2-many ng=${NG[5]:-} mnt z st why= zones out r
+	local cfg=npo2-many ng=${NG[5]:-} mnt z st why='' zones out r n
 	local cap=8192
 
-	W=/tmp/$cfg
-	mkdir -p "$W"
-	exec >"$W/log" 2>&1
-	SECONDS=0
-	echo "P2Z-VM ---- $cfg: $ng backend=auto"
+	config_begin $cfg "$ng" auto
 	if [ -z "$ng" ]; then
 		result $cfg setup FAIL "no generic device for nsid 5"
 		return
@@ -373,8 +351,11 @@ run_many() {
 	out=$(p2z_vm_dev "$ng" nvme 12288 $cap /dev/null geometry 2>&1)
 	r=$?
 	echo "$out"
-	[ $r = 0 ] && result $cfg report-all PASS ||
+	if [ $r = 0 ]; then
+		result $cfg report-all PASS
+	else
 		result $cfg report-all FAIL "$(echo "$out" | grep -m1 '^  FAIL')"
+	fi
 	# both sides of the pages of one report (8191, 1983 zones) and of the
 	# mount's report batches (1024 zones), and the last zone
 	zones="0 1023 1024 1982 1983 2047 2048 8190 8191 8998 8999"
@@ -384,7 +365,8 @@ run_many() {
 		result $cfg mount FAIL "mount: $(tail -n 1 "$W/daemon.log")"
 		return
 	fi
-	[ "$(ls "$mnt/seq" | wc -l)" = 9000 ] || why="$why count($(ls "$mnt/seq" | wc -l))"
+	n=$(find "$mnt/seq" -mindepth 1 -maxdepth 1 | wc -l)
+	[ "$n" = 9000 ] || why="$why count($n)"
 	for z in $zones; do
 		head -c $cap /dev/urandom >"$W/d$z"
 		dd if="$W/d$z" of="$mnt/seq/$z" bs=$cap oflag=append \
@@ -400,8 +382,7 @@ run_many() {
 	[ "$st" = $((8999 * 3 * 4096)) ] || why="$why start(8999:$st)"
 	umount "$mnt" || why="$why umount"
 	wait $PID || why="$why daemon-exit"
-	[ -z "$why" ] && result $cfg append-report PASS ||
-		result $cfg append-report FAIL "${why# }"
+	result_why $cfg append-report "$why"
 
 	# again from the device's reports alone
 	why=
@@ -422,13 +403,12 @@ run_many() {
 	done
 	umount "$mnt" || why="$why umount"
 	wait $PID || why="$why daemon-exit"
-	[ -z "$why" ] && result $cfg remount PASS ||
-		result $cfg remount FAIL "${why# }"
+	result_why $cfg remount "$why"
 	[ -z "$why" ] || tail -n 5 "$W/daemon.log"
 }
 
 exec 3>&1
-rm -f /tmp/p2z-failed
+results_init
 (
 	run_config npo2-ng "${NG[1]:-}" nvme 1 $((96 * M)) $((80 * M)) full
 	# the block name of a hidden disk, resolved to the generic device
@@ -451,4 +431,4 @@ wait
 for cfg in npo2-ng npo2-blkname npo2-512 npo2-many nullblk-zbd po2-ng po2-zbd; do
 	sed "s/^/$cfg| /" "/tmp/$cfg/log"
 done
-[ ! -e /tmp/p2z-failed ]
+results_passed

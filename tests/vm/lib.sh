@@ -5,7 +5,8 @@
 # po2zfs-blk's test (tests/vm/blk.sh) and the guest benchmark
 # (contrib/bench/guest-bench.sh): host packages, Debian
 # kernels, the po2zfs build, a busybox initramfs with the tools, kernel
-# modules, and one boot with one NVMe controller. Sourced, not run.
+# modules, and one boot with one NVMe controller. Sourced, not run. What
+# the guest scripts share is in guest-lib.sh, packed into every guest.
 #
 # The caller sets: top (source tree), vm (this directory), work (work dir),
 # cache (kernel package cache), tmo (seconds per guest) and optionally tag
@@ -137,6 +138,15 @@ build_vm_raw() {
 		-o "$work/bin/p2z_vm_raw" "$vm/p2z_vm_raw.c"
 }
 
+# The kernel's zonefs super block, as zonefs-tools' mkzonefs writes it
+# (not in Debian 12), in the guest's tree $1 as /p2z/zonefs-sb.bin.
+build_zonefs_sb() { # root
+	mkdir -p "$work/bin" &&
+		gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
+			-o "$work/bin/p2z_zonefs_sb" "$vm/p2z_zonefs_sb.c" &&
+		"$work/bin/p2z_zonefs_sb" "$1/p2z/zonefs-sb.bin"
+}
+
 # ---- initramfs ----
 
 # Copy the shared libraries program $2 loads into the tree $1.
@@ -166,7 +176,8 @@ copy_bins() {
 # Everything but kernel modules, shared by all kernels.
 # The guest's tree in $1 without the caller's payload: busybox, the GNU
 # tools, nvme-cli, fio, the po2zfs binaries of $build, p2z_vm_raw (built by
-# build_vm_raw), /init, and $2 as /p2z/guest.sh, which /init runs.
+# build_vm_raw), /init, the guest scripts' library guest-lib.sh as
+# /p2z/guest-lib.sh, and $2 as /p2z/guest.sh, which /init runs.
 vm_base_root() { # root, guest script
 	local root=$1 bins=() b
 
@@ -202,6 +213,7 @@ vm_base_root() { # root, guest script
 		ln -s /p2z/build/po2zfs "$root/sbin/mount.po2zfs"
 	fi
 	cp "$work/bin/p2z_vm_raw" "$root/p2z/bin/"
+	cp "$vm/guest-lib.sh" "$root/p2z/guest-lib.sh"
 	cp "$2" "$root/p2z/guest.sh"
 	cp "$vm/init" "$root/init"
 	chmod +x "$root/init" "$root/p2z/guest.sh"
@@ -266,4 +278,10 @@ boot_guest() { # kernel root, initrd, log, [args function, [image dir]]
 		"${args[@]}" </dev/null 2>&1 | tr -d '\r' | tee "$log" |
 		grep -a --line-buffered -E '^(P2Z|vm:|\[ *[0-9.]+\] (Kernel panic|BUG|WARNING))'
 	return "${PIPESTATUS[0]}"
+}
+
+# vm_results LOG VERDICT: how many of the guest's result lines in console
+# log LOG have VERDICT (see guest-lib.sh's result)
+vm_results() {
+	awk -v v="$2" '$1 == "P2Z-RESULT" && $4 == v { n++ } END { print n + 0 }' "$1"
 }

@@ -51,7 +51,7 @@ done
 # sources (with its compiler and options, and again under ASan and UBSan),
 # and the mount tests' I/O helper.
 build_helpers() {
-	local cc srcs=() defs=() san= libs
+	local cc srcs=() defs=() san='' libs
 	local warn=(-std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror)
 
 	build_vm_raw || return 1
@@ -159,7 +159,7 @@ main() {
 		rc=$?
 		results+=("$(summarize "$kver" "$log" "$rc" "$SECONDS")") || fails=1
 		grep -aq "^P2Z-VM DONE rc=0\$" "$log" && [ $rc = 0 ] &&
-			! grep -aq '^P2Z-RESULT .* FAIL' "$log" || fails=1
+			[ "$(vm_results "$log" FAIL)" = 0 ] || fails=1
 	done
 
 	echo "=================== po2zfs device tests ==================="
@@ -169,8 +169,8 @@ main() {
 	return $fails
 }
 
-# Per-kernel table from the guest's
-# "P2Z-RESULT <config> <test> <verdict> <seconds>s [reason]" lines.
+# Per-kernel table from the guest's result lines (guest-lib.sh),
+# "P2Z-RESULT <config> <test> <verdict> <seconds>s [reason]".
 summarize() { # kver, log, qemu rc, seconds
 	local kver=$1 log=$2 rc=$3 secs=$4 done_rc
 

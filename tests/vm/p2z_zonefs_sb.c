@@ -2,7 +2,9 @@
 /*
  * p2z_zonefs_sb - write the 4 KiB super block the kernel's zonefs expects
  * in the first block of its device, as mkzonefs (zonefs-tools, which Debian
- * 12 does not package) would, for the guest benchmark.
+ * 12 does not package) would, for the QEMU guests of po2zfs-blk's test
+ * (tests/vm/blk.sh) and of the guest benchmark (contrib/bench), which
+ * build it with lib.sh's build_zonefs_sb.
  *
  *   p2z_zonefs_sb OUT
  *
