@@ -1,5 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: GPL-2.0-or-later
+# shellcheck source-path=SCRIPTDIR
 #
 # Runs inside the po2zfs-blk guest (see blk.sh) as /p2z/guest.sh: one NVMe
 # controller with
@@ -26,8 +27,9 @@
 # del --force of a mounted device, a power cut (SIGKILL of the server of
 # an image with a volatile write cache) under btrfs after a sync and
 # under zonefs after an fsync; last, the kernel log.
-# Each check prints one "P2Z <config>/<check>: PASS|FAIL|SKIP|REFUSED|INFO
-# <detail>" line. REFUSED is the one refusal a check expects
+# Each check prints one result line (guest-lib.sh), "P2Z-RESULT <config>
+# <check> PASS|FAIL|SKIP|REFUSED|INFO <seconds>s <detail>". REFUSED is the one
+# refusal a check expects
 # (EXPECT_REFUSE: mkfs.f2fs' defaults on so small a volume); any other
 # refusal prints FAIL.
 set -u
@@ -39,39 +41,18 @@ SB=/p2z/zonefs-sb.bin
 P2Z_BLK_OLD=0 # 1: a kernel without zoned ublk devices (blk.sh's 6.1 boot)
 # shellcheck source=/dev/null
 . /p2z/vm.conf
-rm -f /tmp/p2z-failed
+# shellcheck source=guest-lib.sh
+. /p2z/guest-lib.sh
+results_init
 SECONDS=0
-
-res() { # name verdict [detail]
-	echo "P2Z $1: $2${3:+ $3}"
-	[ "$2" != FAIL ] || touch /tmp/p2z-failed
-}
-
-# res_why NAME WHY [DETAIL]: PASS (with DETAIL) if WHY is empty, else FAIL
-res_why() {
-	if [ -z "$2" ]; then
-		res "$1" PASS "${3:-}"
-	else
-		res "$1" FAIL "${2# }"
-	fi
-}
 
 # the kernel's last lines about $1 (a filesystem or driver name)
 klog() {
 	dmesg | grep -i "$1" | tail -n 2 | sed 's/^\[ *[0-9.]*\] //' | tr '\n' ' '
 }
 
-declare -A NG DISK
-for ng in /dev/ng*; do
-	[ -c "$ng" ] && NG[$(p2z_vm_raw nsid "$ng")]=$ng
-done
-for d in /sys/block/nvme*; do
-	[ -e "$d/nsid" ] && DISK[$(cat "$d/nsid")]=${d##*/}
-done
-for n in 1 2 3; do
-	echo "P2Z-VM nsid $n: generic ${NG[$n]:-none}, disk ${DISK[$n]:-none}," \
-		"zoned $(cat "/sys/block/${DISK[$n]:-none}/queue/zoned" 2>/dev/null)"
-done
+ns_map
+ns_show 1 2 3
 CONV=/dev/${DISK[2]:-none}
 
 # "start len cap" of each zone of block device $1, in decimal sectors
@@ -103,7 +84,7 @@ check_geometry() { # cfg dev
 		why="$why logical_block_size=$(cat "$q/logical_block_size")"
 	[ "$(cat "$q/zone_append_max_bytes")" -gt 0 ] ||
 		why="$why zone_append_max_bytes=$(cat "$q/zone_append_max_bytes")"
-	res_why "$cfg/geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), 4 KiB blocks, max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones"), zone append $(($(cat "$q/zone_append_max_bytes") / 1024)) KiB, cache $(cat "$q/write_cache")"
+	result_why "$cfg" "geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), 4 KiB blocks, max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones"), zone append $(($(cat "$q/zone_append_max_bytes") / 1024)) KiB, cache $(cat "$q/write_cache")"
 }
 
 # The gap between a zone's capacity and the po2 boundary: zeros to read,
@@ -134,7 +115,7 @@ check_gap() { # cfg dev
 	[[ $st == *"zcond:14(fu)"* ]] || why="$why zone10($st)"
 	dd if="$dev" bs=1M skip=$z10 count=$((CAP / M)) iflag=direct \
 		status=none | cmp -s -n $CAP - /tmp/g81 || why="$why zone10-data"
-	res_why "$cfg/gap" "$why" "reads zeros, writes fail, zone 10 full at capacity"
+	result_why "$cfg" "gap" "$why" "reads zeros, writes fail, zone 10 full at capacity"
 }
 
 # zonefs: the super block in zone 0, appends to seq/0 (zone 1) with
@@ -144,10 +125,10 @@ check_zonefs() { # cfg dev ng native_zone_bytes
 	local cfg=$1 dev=$2 ng=$3 nzb=$4 m=/mnt/zonefs why='' n st
 
 	mkdir -p $m
-	blkzone reset "$dev" || { res "$cfg/zonefs" FAIL "blkzone reset"; return; }
+	blkzone reset "$dev" || { result "$cfg" "zonefs" FAIL "blkzone reset"; return; }
 	if ! dd if=$SB of="$dev" bs=4096 count=1 oflag=direct status=none ||
 		! mount -t zonefs "$dev" $m; then
-		res "$cfg/zonefs" FAIL "mount: $(klog zonefs)"
+		result "$cfg" "zonefs" FAIL "mount: $(klog zonefs)"
 		return
 	fi
 	n=$(find $m/seq -type f | wc -l)
@@ -184,7 +165,7 @@ check_zonefs() { # cfg dev ng native_zone_bytes
 	else
 		why="$why remount($(klog zonefs))"
 	fi
-	res_why "$cfg/zonefs" "$why" "5 MiB appended = raw bytes of native zone 1, seq/1 full at $CAP"
+	result_why "$cfg" "zonefs" "$why" "5 MiB appended = raw bytes of native zone 1, seq/1 full at $CAP"
 }
 
 # A tree of files in $1 with their checksums in $2: TREE_BYTES bytes.
@@ -212,21 +193,21 @@ check_fs() { # cfg name fs dev mkfs-command...
 
 	shift 4
 	mkdir -p "$m"
-	blkzone reset "$dev" || { res "$cfg/$name" FAIL "blkzone reset"; return; }
+	blkzone reset "$dev" || { result "$cfg" "$name" FAIL "blkzone reset"; return; }
 	[ "$fs" = f2fs ] && mdev=$CONV
 	out=$("$@" 2>&1)
 	r=$?
 	echo "$out"
 	if [ $r != 0 ]; then
-		refused "$cfg/$name" "$name" "mkfs exit $r: $(echo "$out" | grep -m1 -iE 'error|fail|invalid')"
+		refused "$cfg" "$name" "mkfs exit $r: $(echo "$out" | grep -m1 -iE 'error|fail|invalid')"
 		return
 	fi
 	if [ -n "${EXPECT_REFUSE[$name]:-}" ]; then
-		res "$cfg/$name" FAIL "mkfs accepted what it refused before (${EXPECT_REFUSE[$name]})"
+		result "$cfg" "$name" FAIL "mkfs accepted what it refused before (${EXPECT_REFUSE[$name]})"
 		return
 	fi
 	if ! out=$(mount -t "$fs" "$mdev" "$m" 2>&1); then
-		refused "$cfg/$name" "$name" "mount: $out $(klog "$fs")"
+		refused "$cfg" "$name" "mount: $out $(klog "$fs")"
 		return
 	fi
 	mktree "$m/t" "/tmp/sums.$fs" || why="$why write"
@@ -234,7 +215,7 @@ check_fs() { # cfg name fs dev mkfs-command...
 	used=$(zones_used "$dev")
 	umount "$m" || why="$why umount"
 	if ! mount -t "$fs" "$mdev" "$m"; then
-		res "$cfg/$name" FAIL "${why# } remount: $(klog "$fs")"
+		result "$cfg" "$name" FAIL "${why# } remount: $(klog "$fs")"
 		return
 	fi
 	(cd "$m/t" && sha256sum -c --quiet "/tmp/sums.$fs") || why="$why verify"
@@ -257,7 +238,7 @@ check_fs() { # cfg name fs dev mkfs-command...
 	fi
 	[ $r = 0 ] || why="$why fsck($r: $(echo "$out" | grep -m1 -iE '\[Fail\]|error|corrupt|invalid|wrong'))"
 	[ "$used" -gt 0 ] || why="$why no-zone-written"
-	res_why "$cfg/$name" "$why" "$(wc -l <"/tmp/sums.$fs") files, $((TREE_BYTES / M)) MiB, verified after remount, $note, $used zones written"
+	result_why "$cfg" "$name" "$why" "$(wc -l <"/tmp/sums.$fs") files, $((TREE_BYTES / M)) MiB, verified after remount, $note, $used zones written"
 }
 
 # The one refusal expected of each check that names one: f2fs with
@@ -269,25 +250,14 @@ check_fs() { # cfg name fs dev mkfs-command...
 # formats (the "f2fs" check).
 F2FS_FSCK_KNOWN='[FSCK] free segment_count matched with CP             [Fail]'
 declare -A EXPECT_REFUSE=([f2fs-defaults]="Device size is not sufficient for F2FS volume")
-refused() { # name fs message
+refused() { # cfg check message
 	local want=${EXPECT_REFUSE[$2]:-}
 
 	if [ -n "$want" ] && [[ $3 == *"$want"* ]]; then
-		res "$1" REFUSED "$3"
+		result "$1" "$2" REFUSED "$3"
 	else
-		res "$1" FAIL "unexpected refusal: $3"
+		result "$1" "$2" FAIL "unexpected refusal: $3"
 	fi
-}
-
-# bytes fio moved in section $2 (read, write) of its JSON output $1
-fio_bytes() {
-	awk -v sec="$2" '$0 ~ "^ *\"" sec "\" : \\{" { in_s = 1 }
-		in_s && /"io_bytes" :/ { sub(/,/, "", $3); print $3; exit }' "$1"
-}
-
-fio_mibs() {
-	awk -v sec="$2" '$0 ~ "^ *\"" sec "\" : \\{" { in_s = 1 }
-		in_s && /"bw_bytes" :/ { sub(/,/, "", $3); printf "%.1f\n", $3 / 1048576; exit }' "$1"
 }
 
 # fio in zbd mode: two zones (4 and 5) written with crc32c and verified.
@@ -300,12 +270,12 @@ check_fio_verify() { # cfg dev
 		--size=$((2 * Z)) --verify=crc32c --do_verify=1 \
 		--output-format=json --output=$j >/tmp/fio-verify.err 2>&1
 	r=$?
-	w=$(fio_bytes $j write)
-	rd=$(fio_bytes $j read)
+	read -r w _ < <(fio_result $j write)
+	read -r rd _ < <(fio_result $j read)
 	if [ $r = 0 ] && [ "$w" = $((2 * CAP)) ] && [ "$rd" = $((2 * CAP)) ]; then
-		res "$cfg/fio-verify" PASS "2 zones, $((2 * CAP / M)) MiB written and verified (crc32c)"
+		result "$cfg" "fio-verify" PASS "2 zones, $((2 * CAP / M)) MiB written and verified (crc32c)"
 	else
-		res "$cfg/fio-verify" FAIL "fio exit $r, wrote ${w:-?} read ${rd:-?} bytes: $(grep -m1 -iE 'err|verify' /tmp/fio-verify.err)"
+		result "$cfg" "fio-verify" FAIL "fio exit $r, wrote ${w:-?} read ${rd:-?} bytes: $(grep -m1 -iE 'err|verify' /tmp/fio-verify.err)"
 	fi
 }
 
@@ -317,7 +287,7 @@ bench_job() { # rw args...
 	shift
 	if fio --name=bench --rw="$rw" --bs=64k --iodepth=1 --zonemode=zbd \
 		--output-format=json --output=$j "$@" >/tmp/bench.err 2>&1; then
-		fio_mibs $j "$rw"
+		fio_result $j "$rw" | awk '{ printf "%.1f\n", $2 }'
 	else
 		echo err
 	fi
@@ -360,7 +330,7 @@ check_bench_raw() { # cfg ng native_zone_bytes
 	ratio=$(awk -v a="$bw" -v b="$br" -v c="$w" -v d="$r" 'BEGIN {
 		printf "%s/%s", (c + 0 > 0 ? sprintf("%.2f", a / c) : "-"),
 			(d + 0 > 0 ? sprintf("%.2f", b / d) : "-") }')
-	res "$1/blk-bench" INFO "seq 64k qd1, best of 2, MiB/s: write $bw (raw $w), read $br (raw $r), block/raw write/read $ratio"
+	result "$1" "blk-bench" INFO "seq 64k qd1, best of 2, MiB/s: write $bw (raw $w), read $br (raw $r), block/raw write/read $ratio"
 }
 
 run_checks() { # cfg dev ng native_zone_bytes
@@ -376,7 +346,7 @@ run_checks() { # cfg dev ng native_zone_bytes
 
 # no kernel warning, bug or oops in the whole run
 check_klog() {
-	res_why kernel/log "$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' | head -n 3)" \
+	result_why kernel log "$(dmesg | grep -E 'WARNING:|BUG:|Oops|general protection|Call Trace' | head -n 3)" \
 		"no WARNING, BUG or Oops"
 }
 
@@ -391,18 +361,18 @@ check_unavailable() { # ng
 	[[ $out == "po2zfs-blk: ublk unavailable: "* ]] || why="$why message"
 	[ "$(echo "$out" | wc -l)" = 1 ] || why="$why $(echo "$out" | wc -l)-lines"
 	ls /dev/ublkb* /dev/ublkc* >/dev/null 2>&1 && why="$why device-left($(ls /dev/ublk[bc]*))"
-	res_why ublk/unavailable "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
+	result_why ublk unavailable "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
 		"$(uname -r), $([ -c /dev/ublk-control ] || echo 'no ')/dev/ublk-control: exit $r: $out"
 }
 
 if [ "$P2Z_BLK_OLD" = 1 ]; then
 	if ! command -v po2zfs-blk >/dev/null; then
-		res ublk/unavailable SKIP "po2zfs-blk was not built"
+		result ublk unavailable SKIP "po2zfs-blk was not built"
 	else
 		check_unavailable "${NG[1]:-/dev/ng-none}"
 	fi
 	check_klog
-	[ ! -e /tmp/p2z-failed ]
+	results_passed
 	exit
 fi
 
@@ -412,7 +382,7 @@ if [ -b "/dev/${DISK[3]:-none}" ] && [ -c "${NG[3]:-none}" ]; then
 	run_checks ref "/dev/${DISK[3]}" "${NG[3]}" $Z
 	check_bench_raw ref "${NG[3]}" $Z
 else
-	res ref/setup FAIL "no block device for nsid 3"
+	result ref setup FAIL "no block device for nsid 3"
 fi
 echo "P2Z-VM ref done at ${SECONDS}s"
 
@@ -462,7 +432,7 @@ check_bad_input() { # conventional ng
 	done
 	[ -e /dev/ublkb0 ] && why="$why ublkb0-made"
 	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
-	res_why ublk/bad-input "$why" "usage exit 2, failures exit 1, one line each, no device"
+	result_why ublk bad-input "$why" "usage exit 2, failures exit 1, one line each, no device"
 }
 
 # After a restart, the server finds what the device holds: the zonefs
@@ -471,13 +441,13 @@ check_readd() { # dev
 	local m=/mnt/zonefs why=''
 
 	if ! mount -t zonefs "$1" $m; then
-		res ublk/readd FAIL "mount: $(klog zonefs)"
+		result ublk readd FAIL "mount: $(klog zonefs)"
 		return
 	fi
 	[ "$(stat -c %s $m/seq/3)" = $((2 * M)) ] || why="size($(stat -c %s $m/seq/3))"
 	cmp -s $m/seq/3 /tmp/dm || why="$why data"
 	umount $m || why="$why umount"
-	res_why ublk/readd "$why" "2 MiB of zonefs seq/3 back after del and add"
+	result_why ublk readd "$why" "2 MiB of zonefs seq/3 back after del and add"
 }
 
 # a second add of the same namespace: EBUSY, no second device
@@ -488,7 +458,7 @@ check_add_again() { # ng
 	r=$?
 	why=$(ebusy_why $r "$out")
 	[ -e /dev/ublkb1 ] && why="$why ublkb1-made"
-	res_why ublk/add-again "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
+	result_why ublk add-again "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
 		"exit $r: $out"
 }
 
@@ -500,7 +470,7 @@ check_del_mounted() { # dev
 	blkzone reset "$dev"
 	if ! dd if=$SB of="$dev" bs=4096 count=1 oflag=direct status=none ||
 		! mount -t zonefs "$dev" $m; then
-		res ublk/del-mounted FAIL "mount: $(klog zonefs)"
+		result ublk del-mounted FAIL "mount: $(klog zonefs)"
 		return
 	fi
 	head -c $((2 * M)) /dev/urandom >/tmp/dm
@@ -514,7 +484,7 @@ check_del_mounted() { # dev
 	echo 3 >/proc/sys/vm/drop_caches
 	cmp -s $m/seq/3 /tmp/dm || why="$why data"
 	umount $m || why="$why umount"
-	res_why ublk/del-mounted "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
+	result_why ublk del-mounted "$why${why:+: $(printf %s "$out" | tr '\n' '|')}" \
 		"exit $r: $out"
 }
 
@@ -539,31 +509,31 @@ check_kill() { # dev ng pid
 	! echo "$out" | grep -q ublk || why="$why list($out)"
 	p2z_vm_raw read "$ng" $((6 * 96 * M / 4096)) $((4 * M)) >/tmp/kwraw &&
 		cmp -s /tmp/kwraw /tmp/kw || why="$why raw-bytes"
-	res_why ublk/kill "$why" "4 MiB acknowledged, server killed, del cleaned up, bytes in native zone 6"
+	result_why ublk kill "$why" "4 MiB acknowledged, server killed, del cleaned up, bytes in native zone 6"
 }
 
 run_ublk() {
 	local ng=${NG[1]:-} out r pid
 
 	if [ ! -c /dev/ublk-control ]; then
-		res ublk/available FAIL "no /dev/ublk-control: $(klog ublk)"
+		result ublk available FAIL "no /dev/ublk-control: $(klog ublk)"
 		return
 	fi
-	res ublk/available PASS "/dev/ublk-control, $(uname -r)"
+	result ublk available PASS "/dev/ublk-control, $(uname -r)"
 	if ! command -v po2zfs-blk >/dev/null; then
-		res ublk/add SKIP "po2zfs-blk was not built"
+		result ublk add SKIP "po2zfs-blk was not built"
 		return
 	fi
-	[ -c "$ng" ] || { res ublk/add FAIL "no generic device for nsid 1"; return; }
+	[ -c "$ng" ] || { result ublk add FAIL "no generic device for nsid 1"; return; }
 	check_bad_input "${NG[2]:-/dev/ng-none}"
 	timeout 60 po2zfs-blk add "$ng" >/tmp/add.out 2>&1 </dev/null
 	r=$?
 	out=$(cat /tmp/add.out)
 	if [ $r != 0 ] || [ "$out" != /dev/ublkb0 ] || ! wait_node /dev/ublkb0 1; then
-		res ublk/add FAIL "exit $r: $out"
+		result ublk add FAIL "exit $r: $out"
 		return
 	fi
-	res ublk/add PASS "po2zfs-blk add $ng: $out"
+	result ublk add PASS "po2zfs-blk add $ng: $out"
 	echo "P2Z-VM po2zfs-blk list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
 	run_checks ublk /dev/ublkb0 "$ng" $((96 * M))
 	check_add_again "$ng"
@@ -572,16 +542,16 @@ run_ublk() {
 	r=$?
 	if [ $r = 0 ] && wait_node /dev/ublkb0 0 && wait_node /dev/ublkc0 0 &&
 		[ -z "$(po2zfs-blk list 2>&1)" ]; then
-		res ublk/del PASS "no /dev/ublkb0, /dev/ublkc0, nothing listed"
+		result ublk del PASS "no /dev/ublkb0, /dev/ublkc0, nothing listed"
 	else
-		res ublk/del FAIL "exit $r: $out; list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
+		result ublk del FAIL "exit $r: $out; list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
 		return
 	fi
 	# again in the foreground, to know the server's process
 	po2zfs-blk add -f "$ng" >/tmp/addf.out 2>&1 </dev/null &
 	pid=$!
 	if ! wait_node /dev/ublkb0 1; then
-		res ublk/kill FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addf.out)"
+		result ublk kill FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addf.out)"
 		kill "$pid"
 		return
 	fi
@@ -641,7 +611,7 @@ check_sigterm() { # ng
 	local r why='' ht
 
 	if ! add_fg "$1" /tmp/addt.out; then
-		res ublk/sigterm FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addt.out)"
+		result ublk sigterm FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addt.out)"
 		return
 	fi
 	head -c $M /dev/urandom >/tmp/st1
@@ -661,7 +631,7 @@ check_sigterm() { # ng
 	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
 	why="$why $(flush_why /tmp/addt.out "$1" 1)"
 	why=${why% }
-	res_why ublk/sigterm "${why# }${why:+: $(tr '\n' '|' </tmp/addt.out)}" \
+	result_why ublk sigterm "${why# }${why:+: $(tr '\n' '|' </tmp/addt.out)}" \
 		"SIGHUP ignored ($ht log line before SIGTERM), server exit 0, device deleted, one flush at stop"
 }
 
@@ -674,13 +644,13 @@ check_sigterm_mounted() { # ng
 
 	refusal="po2zfs-blk: Terminated: /dev/ublkb0 is mounted, held or open: not stopping (a second signal, or del --force 0, stops it)"
 	if ! add_fg "$ng" /tmp/addm.out; then
-		res ublk/sigterm-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addm.out)"
+		result ublk sigterm-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addm.out)"
 		return
 	fi
 	blkzone reset /dev/ublkb0
 	if ! dd if=$SB of=/dev/ublkb0 bs=4096 count=1 oflag=direct status=none ||
 		! mount -t zonefs /dev/ublkb0 $m; then
-		res ublk/sigterm-mounted FAIL "mount: $(klog zonefs)"
+		result ublk sigterm-mounted FAIL "mount: $(klog zonefs)"
 		kill -TERM "$PID"
 		wait "$PID"
 		return
@@ -707,7 +677,7 @@ check_sigterm_mounted() { # ng
 	[ "$n" = 1 ] || why="$why refusals($n)"
 	n=$(grep -c 'flushed at stop' /tmp/addm.out)
 	[ "$n" = 1 ] || why="$why flush-lines($n)"
-	res_why ublk/sigterm-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addm.out)}" \
+	result_why ublk sigterm-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addm.out)}" \
 		"first SIGTERM refused under zonefs, second forced, 2 MiB in native zone 5, one flush at stop"
 }
 
@@ -717,7 +687,7 @@ check_del_force() { # ng
 	local rec=/run/po2zfs-blk/0 out r why='' l
 
 	if ! add_fg "$1" /tmp/addd.out; then
-		res ublk/del-force FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addd.out)"
+		result ublk del-force FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addd.out)"
 		return
 	fi
 	l=$(po2zfs-blk list)
@@ -752,7 +722,7 @@ check_del_force() { # ng
 	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
 	why="$why $(flush_why /tmp/addd.out "$1" 1)"
 	why=${why% }
-	res_why ublk/del-force "${why# }${why:+: $(tr '\n' '|' </tmp/addd.out)}" \
+	result_why ublk del-force "${why# }${why:+: $(tr '\n' '|' </tmp/addd.out)}" \
 		"del refused (exit 1, EPERM): a record of another server, no record; list marks both; del --force: exit 0, one flush at stop"
 }
 
@@ -764,13 +734,13 @@ check_del_force_mounted() { # ng
 	local ng=$1 m=/mnt/zonefs out r why=''
 
 	if ! add_fg "$ng" /tmp/addfm.out; then
-		res ublk/del-force-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addfm.out)"
+		result ublk del-force-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addfm.out)"
 		return
 	fi
 	blkzone reset /dev/ublkb0
 	if ! dd if=$SB of=/dev/ublkb0 bs=4096 count=1 oflag=direct status=none ||
 		! mount -t zonefs /dev/ublkb0 $m; then
-		res ublk/del-force-mounted FAIL "mount: $(klog zonefs)"
+		result ublk del-force-mounted FAIL "mount: $(klog zonefs)"
 		kill -TERM "$PID"
 		wait "$PID"
 		return
@@ -792,7 +762,7 @@ check_del_force_mounted() { # ng
 		cmp -s /tmp/fmraw /tmp/fm || why="$why raw-bytes"
 	r=$(grep -c 'flushed at stop' /tmp/addfm.out)
 	[ "$r" = 1 ] || why="$why flush-lines($r)"
-	res_why ublk/del-force-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addfm.out)}" \
+	result_why ublk del-force-mounted "${why# }${why:+: $(tr '\n' '|' </tmp/addfm.out)}" \
 		"del --force of a mounted device: exit 0 at once, server exit 0 after umount, 2 MiB in native zone 8, one flush at stop"
 }
 
@@ -888,13 +858,13 @@ check_power_cut() { # cache-option sync|nosync
 	local img=/tmp/pc.img m=/mnt/btrfs dev=/dev/ublkb0 q=/sys/block/ublkb0/queue
 	local out r why='' i nsync nun intact=0 survived=0 wsync wkill wreadd sum
 
-	pc_add $img /tmp/pc1.out "$1" || { res ublk/power-cut FAIL "$PC_WHY"; return; }
+	pc_add $img /tmp/pc1.out "$1" || { result ublk power-cut FAIL "$PC_WHY"; return; }
 	out="$(cat $q/write_cache), fua $(cat $q/fua)"
 	[ "$out" = "write back, fua 1" ] || why="$why cache($out)"
 	mkdir -p $m
 	if ! mkfs.btrfs -f -O zoned -d single -m single $dev >/tmp/pc-mkfs.out 2>&1 ||
 		! mount -t btrfs -o commit=600 $dev $m; then
-		res ublk/power-cut FAIL "mkfs/mount: $(grep -m1 -iE 'error|fail' /tmp/pc-mkfs.out) $(klog btrfs)"
+		result ublk power-cut FAIL "mkfs/mount: $(grep -m1 -iE 'error|fail' /tmp/pc-mkfs.out) $(klog btrfs)"
 		pc_stop
 		return
 	fi
@@ -915,7 +885,7 @@ check_power_cut() { # cache-option sync|nosync
 	nun=$(wc -l </tmp/pc-usums)
 	wkill=$(wp_kib $dev)
 	if ! pc_cut $m $img /tmp/pc2.out; then
-		res ublk/power-cut FAIL "${why# }$PC_WHY"
+		result ublk power-cut FAIL "${why# }$PC_WHY"
 		return
 	fi
 	why="$why$PC_WHY"
@@ -939,7 +909,7 @@ check_power_cut() { # cache-option sync|nosync
 	[ "$wreadd" = "$wsync" ] || why="$why device-not-as-flushed"
 	sum="synced_files=$nsync intact=$intact lost=$((nsync - intact)) unsynced_files=$nun survived=$survived"
 	echo "P2Z-VM blk-power-cut: $sum"
-	res_why ublk/power-cut "${why# }${why:+: $sum; zone write pointers after the sync $wsync KiB, at the kill $wkill, after add $wreadd}" \
+	result_why ublk power-cut "${why# }${why:+: $sum; zone write pointers after the sync $wsync KiB, at the kill $wkill, after add $wreadd}" \
 		"$sum; zone write pointers: after the sync $wsync KiB, at the kill $wkill, after add again $wreadd (the $((wkill - wsync)) KiB after the last flush lost), $PC_HOW after the kill, del exit 0, btrfs check clean"
 }
 
@@ -954,11 +924,11 @@ check_power_cut_zonefs() { # cache-option
 
 	mkdir -p $m
 	pc_add $img /tmp/pcz1.out "$1" ||
-		{ res ublk/power-cut-zonefs FAIL "$PC_WHY"; return; }
+		{ result ublk power-cut-zonefs FAIL "$PC_WHY"; return; }
 	# the super block flushed too (fsync of the block device)
 	if ! dd if=$SB of=$dev bs=4096 count=1 oflag=direct conv=fsync status=none ||
 		! mount -t zonefs $dev $m; then
-		res ublk/power-cut-zonefs FAIL "mount: $(klog zonefs)"
+		result ublk power-cut-zonefs FAIL "mount: $(klog zonefs)"
 		pc_stop
 		return
 	fi
@@ -971,7 +941,7 @@ check_power_cut_zonefs() { # cache-option
 	s0=$(stat -c %s $m/seq/0) s1=$(stat -c %s $m/seq/1)
 	[ "$s0 $s1" = "$((2 * M)) $((2 * M))" ] || why="$why sizes-before($s0 $s1)"
 	if ! pc_cut $m $img /tmp/pcz2.out; then
-		res ublk/power-cut-zonefs FAIL "${why# }$PC_WHY"
+		result ublk power-cut-zonefs FAIL "${why# }$PC_WHY"
 		return
 	fi
 	why="$why$PC_WHY"
@@ -986,7 +956,7 @@ check_power_cut_zonefs() { # cache-option
 	pc_stop
 	why="$why$PC_WHY"
 	rm -f $img
-	res_why ublk/power-cut-zonefs "${why# }" \
+	result_why ublk power-cut-zonefs "${why# }" \
 		"after SIGKILL, del, add: seq/0 (fsynced) $s0 bytes, intact; seq/1 (not fsynced) $s1 bytes; $PC_HOW after the kill"
 }
 
@@ -994,4 +964,4 @@ run_ublk
 echo "P2Z-VM ublk done at ${SECONDS}s"
 
 check_klog
-[ ! -e /tmp/p2z-failed ]
+results_passed

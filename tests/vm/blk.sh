@@ -97,10 +97,10 @@ boot_one() { # kernel conf-line module...
 	say "$kver: guest ran ${SECONDS}s, qemu rc $rc"
 	rm -f "$dir"/ns*.img
 	[ "$rc" = 124 ] && say "TIMEOUT after ${tmo}s"
-	b=$(grep -ac '^P2Z [^ ]*: FAIL' "$log")
-	say "$kver: $(grep -ac '^P2Z [^ ]*: PASS' "$log") passed, $b failed," \
-		"$(grep -ac '^P2Z [^ ]*: REFUSED' "$log") refused as expected," \
-		"$(grep -ac '^P2Z [^ ]*: SKIP' "$log") skipped"
+	b=$(vm_results "$log" FAIL)
+	say "$kver: $(vm_results "$log" PASS) passed, $b failed," \
+		"$(vm_results "$log" REFUSED) refused as expected," \
+		"$(vm_results "$log" SKIP) skipped"
 	if [ "$rc" != 0 ] || [ "$b" != 0 ] ||
 		! grep -aq '^P2Z-VM DONE rc=0$' "$log"; then
 		say "$kver: FAIL ($b failed checks, qemu rc $rc," \
@@ -119,7 +119,7 @@ main() {
 	[ -x "$build/po2zfs-blk" ] || have_blk=0
 	build_vm_raw || die "p2z_vm_raw did not build"
 	gcc -O2 -std=c11 -D_GNU_SOURCE -Wall -Wextra -Werror \
-		-o "$work/bin/p2z_zonefs_sb" "$top/contrib/bench/p2z_zonefs_sb.c" ||
+		-o "$work/bin/p2z_zonefs_sb" "$vm/p2z_zonefs_sb.c" ||
 		die "p2z_zonefs_sb did not build"
 
 	root=$work/root
