@@ -464,18 +464,13 @@ void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	}
 	if (ret > 0)
 		p2z_fs_touch(fs, ino);
-	/*
-	 * A direct-io writer holds no page: the reply can wait for the
-	 * invalidation. A write through the page cache holds pages of the
-	 * file locked until its reply: invalidate after it.
-	 */
+	/* A direct-io writer holds no page: the reply can wait for that. */
 	if (f && f->direct_io)
 		p2z_fs_after_io(fs, &n);
 	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
 	p2z_fs_reply_write(req, ret);
 	p2z_fs_buf_put(fs, buf);
-	if (!f || !f->direct_io)
-		p2z_fs_after_io(fs, &n);
+	p2z_fs_after_io(fs, &n);
 }
 
 /* ---- flush, fsync ---- */
