@@ -117,8 +117,13 @@ static int p2z_zone_init_locks(struct p2z_zone *z)
 	ret = pthread_mutex_init(&z->lock, NULL);
 	if (ret)
 		goto out_destroy_wr_lock;
+	ret = -p2z_zone_seq_init(z);
+	if (ret)
+		goto out_destroy_lock;
 	return 0;
 
+out_destroy_lock:
+	pthread_mutex_destroy(&z->lock);
 out_destroy_wr_lock:
 	pthread_mutex_destroy(&z->wr_lock);
 out_destroy_io_lock:
@@ -128,6 +133,7 @@ out_destroy_io_lock:
 
 static void p2z_zone_exit_locks(struct p2z_zone *z)
 {
+	p2z_zone_seq_destroy(z);
 	pthread_mutex_destroy(&z->lock);
 	pthread_mutex_destroy(&z->wr_lock);
 	pthread_rwlock_destroy(&z->io_lock);
@@ -486,8 +492,8 @@ out_unlock:
  * zonefs_file_dio_write()). Sets *ofs for appends and cuts *len at the
  * capacity. z->lock held.
  */
-static int __p2z_zone_write_check(struct p2z_zone_table *zt, struct p2z_zone *z,
-				  uint64_t *ofs, size_t *len, bool append)
+int __p2z_zone_write_check(struct p2z_zone_table *zt, struct p2z_zone *z,
+			   uint64_t *ofs, size_t *len, bool append)
 {
 	if (z->flags & (P2Z_ZONE_F_RDONLY | P2Z_ZONE_F_OFFLINE))
 		return -EPERM;
@@ -550,6 +556,7 @@ static ssize_t p2z_zone_dev_write(struct p2z_zone_table *zt, struct p2z_zone *z,
 	return n;
 }
 
+/* A sequential zone's write, in its turn (zone_seq.c). */
 static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
 				  uint64_t ofs, bool append, unsigned int flags)
@@ -558,14 +565,10 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 	ssize_t n;
 	int ret;
 
+	ret = __p2z_zone_seq_enter(zt, z, &ofs, &len, append);
+	if (ret || !len)
+		return ret;
 	pthread_mutex_lock(&z->wr_lock);
-	pthread_mutex_lock(&z->lock);
-	ret = __p2z_zone_write_check(zt, z, &ofs, &len, append);
-	pthread_mutex_unlock(&z->lock);
-	if (ret || !len) {
-		n = ret;
-		goto out_unlock;
-	}
 	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, flags, &desync);
 	if (n > 0 && !desync) {
 		pthread_mutex_lock(&z->lock);
@@ -585,6 +588,7 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 		n = -EIO;
 out_unlock:
 	pthread_mutex_unlock(&z->wr_lock);
+	p2z_zone_seq_leave(z, n != (ssize_t)len || desync);
 	return n;
 }
 
@@ -684,6 +688,8 @@ int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
 		return -EINVAL;
 	if (p2z_zone_table_is_rdonly(zt))
 		return -EROFS;
+	/* Drain the write in flight, fail the waiting ones (zone_seq.c). */
+	p2z_zone_seq_barrier(z);
 	pthread_mutex_lock(&z->wr_lock);
 	pthread_mutex_lock(&z->lock);
 	if (!p2z_zone_is_seq(z) ||
@@ -726,6 +732,7 @@ int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
 	}
 out_unlock:
 	pthread_mutex_unlock(&z->wr_lock);
+	p2z_zone_seq_unbarrier(z);
 	return ret;
 }
 

@@ -47,6 +47,19 @@ struct p2z_zone {
 	 * file. Set by zone.c after each policy run.
 	 */
 	atomic_bool changed;
+	/*
+	 * The write sequencer (zone_seq.c), guarded by lock: seq_cond is
+	 * signalled by every end of a write and of a barrier. seq_busy: a
+	 * write is at the device (it ends at seq_end); seq_barrier: a reset
+	 * or finish runs; seq_gen: bumped by a failed write and a barrier,
+	 * failing the writes waiting then; seq_waiting: writes waiting.
+	 */
+	pthread_cond_t seq_cond;
+	bool seq_busy;
+	bool seq_barrier;
+	uint64_t seq_end;
+	uint64_t seq_gen;
+	unsigned int seq_waiting;
 };
 
 struct p2z_zone_table_priv {
@@ -94,6 +107,78 @@ void __p2z_zone_set_size(struct p2z_zone_table *zt, struct p2z_zone *z,
 uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
 			  const struct p2z_zone *z,
 			  const struct p2z_zone_info *zi);
+
+/**
+ * __p2z_zone_write_check() - the checks of a write at the write pointer
+ * @zt: zone table
+ * @z: the zone, z->lock held
+ * @ofs: offset; set to the file size for @append
+ * @len: bytes; cut at the capacity
+ * @append: O_APPEND
+ *
+ * Return: 0, -EPERM, -EROFS, -EFBIG or -EINVAL (unaligned, or a
+ * sequential zone's write not at the write pointer).
+ */
+int __p2z_zone_write_check(struct p2z_zone_table *zt, struct p2z_zone *z,
+			   uint64_t *ofs, size_t *len, bool append);
+
+/* zone_seq.c */
+
+/**
+ * p2z_zone_seq_init() - set up a zone's write sequencer
+ * @z: the zone
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_zone_seq_init(struct p2z_zone *z);
+
+/**
+ * p2z_zone_seq_destroy() - free it; no write in flight or waiting
+ * @z: the zone
+ */
+void p2z_zone_seq_destroy(struct p2z_zone *z);
+
+/**
+ * __p2z_zone_seq_enter() - wait for a write's turn in a sequential zone
+ * @zt: zone table
+ * @z: the zone, no lock held
+ * @ofs: offset of the write; for @append set to where it goes
+ * @len: bytes; cut at the capacity
+ * @append: O_APPEND: the next turn, at the write pointer
+ *
+ * Returns once the write is the zone's next one (and the checks of
+ * __p2z_zone_write_check() passed), or fails it: see the top of
+ * zone_seq.c. On 0 with a nonzero *@len the write is the zone's write in
+ * flight until p2z_zone_seq_leave().
+ *
+ * Return: 0, -EINVAL (behind the expected offset, or held ahead of it for
+ * longer than the hold bound), -EIO (a predecessor failed or the zone was
+ * reset or finished meanwhile), or an error of the write checks.
+ */
+int __p2z_zone_seq_enter(struct p2z_zone_table *zt, struct p2z_zone *z,
+			 uint64_t *ofs, size_t *len, bool append);
+
+/**
+ * p2z_zone_seq_leave() - the write in flight ended; start the next
+ * @z: the zone, no lock held (wr_lock may be)
+ * @failed: it failed: the writes waiting now fail with -EIO
+ */
+void p2z_zone_seq_leave(struct p2z_zone *z, bool failed);
+
+/**
+ * p2z_zone_seq_barrier() - wait for the write in flight and keep new ones
+ *			    out; the writes waiting fail with -EIO
+ * @z: the zone, no lock held
+ *
+ * For a reset or finish: ended by p2z_zone_seq_unbarrier().
+ */
+void p2z_zone_seq_barrier(struct p2z_zone *z);
+
+/**
+ * p2z_zone_seq_unbarrier() - end a barrier; writes arriving meanwhile go on
+ * @z: the zone, no lock held
+ */
+void p2z_zone_seq_unbarrier(struct p2z_zone *z);
 
 /* zone_errors.c */
 

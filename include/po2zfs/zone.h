@@ -56,6 +56,9 @@ enum p2z_errors {
  *	       that hit the error, with zone locks held: it must not block
  *	       nor call into the table.
  * @on_rdonly_arg: argument of @on_rdonly
+ * @hold_ms: how long a write ahead of a sequential zone's expected offset
+ *	     waits for its predecessors before it fails with -EINVAL
+ *	     (see p2z_zone_write()); 0: P2Z_ZONE_HOLD_MS
  */
 struct p2z_zone_opts {
 	enum p2z_errors errors;
@@ -64,7 +67,11 @@ struct p2z_zone_opts {
 	bool no_append;
 	void (*on_rdonly)(void *arg);
 	void *on_rdonly_arg;
+	unsigned int hold_ms;
 };
+
+/* Default bound of a write held ahead of its predecessors, milliseconds. */
+#define P2Z_ZONE_HOLD_MS 1000U
 
 /* struct p2z_zone_state.flags */
 #define P2Z_ZONE_F_RDONLY (1U << 0) /* writes refused: zone read-only */
@@ -315,16 +322,33 @@ ssize_t p2z_zone_read(struct p2z_zone_table *zt, uint64_t zidx, void *buf,
  * The data is on the device when this returns (in its write cache unless
  * @flags has P2Z_IO_FUA).
  *
+ * Concurrent writes of one sequential zone are sequenced (zone_seq.c): one
+ * at the device at a time, in offset order. A write ahead of the write
+ * pointer plus the write in flight waits for its predecessors up to
+ * @zt->opts.hold_ms; one behind it fails at once.
+ *
  * Return: bytes written (short if the write crosses the capacity), or
  * -EPERM (zone read-only or offline), -EROFS (table read-only), -EFBIG
- * (at or past the capacity), -EINVAL (unaligned, or not at the write
- * pointer, or unknown @flags), -ETOOMANYREFS / -EOVERFLOW (device out of
- * open / active zone resources: nothing written, no error policy), -EIO
- * (device error; the errors= policy has been applied).
+ * (at or past the capacity), -EINVAL (unaligned, or behind the write
+ * pointer, or still ahead of it after the hold bound, or unknown @flags),
+ * -ETOOMANYREFS / -EOVERFLOW (device out of open / active zone resources:
+ * nothing written, no error policy), -EIO (device error, the errors=
+ * policy has been applied; or a predecessor waited for failed, or the
+ * zone was reset or finished while the write waited).
  */
 ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
 		       const void *buf, size_t len, uint64_t ofs, bool append,
 		       unsigned int flags);
+
+/**
+ * p2z_zone_seq_waiting() - writes of a zone waiting for their turn
+ * @zt: table
+ * @zidx: zone index
+ *
+ * Return: the writes held or queued in the zone's sequencer now (0 for a
+ * bad @zidx); for tests and statistics.
+ */
+unsigned int p2z_zone_seq_waiting(struct p2z_zone_table *zt, uint64_t zidx);
 
 /**
  * p2z_zone_truncate() - truncate a sequential zone's file
@@ -332,6 +356,9 @@ ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
  * @zidx: zone index
  * @size: 0 resets the zone, its capacity finishes it; the current size is
  *	  a no-op only if it is one of those two
+ *
+ * Waits for the zone's write in flight; the writes waiting for their turn
+ * fail with -EIO (see p2z_zone_write()).
  *
  * Return: 0, -EROFS (table read-only), -EPERM (conventional zone, zone
  * read-only or offline, or any other size), -EIO (device error).

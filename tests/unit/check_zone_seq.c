@@ -1,0 +1,237 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The per-zone write sequencer (src/zone_seq.c): writes of one sequential
+ * zone arriving out of order are written in offset order; one whose
+ * predecessor never comes fails with EINVAL after the hold bound; a failed
+ * write fails the writes held behind it with EIO; a reset fails them too.
+ * Each over both write paths (zone append, write at the write pointer).
+ * Without the sequencer a write ahead of the write pointer fails at once.
+ */
+#include "zone_check.h"
+
+/* Long enough never to expire in a test that waits for a predecessor. */
+#define LONG_HOLD_MS 60000U
+
+struct writer {
+	pthread_t th;
+	uint64_t zidx;
+	uint64_t ofs;
+	size_t len;
+	ssize_t ret;
+};
+
+static void seq_setup(int i, unsigned int hold_ms)
+{
+	struct p2z_zone_opts o = { .errors = P2Z_ERRORS_REPAIR,
+				   .no_append = i % 2,
+				   .hold_ms = hold_ms };
+
+	fx_create(&geoms[1]);
+	fx_open(&o);
+}
+
+static void *writer_fn(void *arg)
+{
+	struct writer *w = arg;
+
+	__atomic_store_n(&w->ret, put(w->zidx, w->ofs, w->len),
+			 __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* Start a writer and return once the zone holds `waiting` writes. */
+static void writer_start(struct writer *w, uint64_t zidx, uint64_t ofs,
+			 size_t len, unsigned int waiting)
+{
+	w->zidx = zidx;
+	w->ofs = ofs;
+	w->len = len;
+	w->ret = 1;
+	ck_assert_int_eq(pthread_create(&w->th, NULL, writer_fn, w), 0);
+	/* Until it waits, or returned (then the check below fails). */
+	while (p2z_zone_seq_waiting(fx.zt, zidx) < waiting &&
+	       __atomic_load_n(&w->ret, __ATOMIC_ACQUIRE) == 1)
+		sched_yield();
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, zidx), waiting);
+}
+
+static ssize_t writer_join(struct writer *w)
+{
+	ck_assert_int_eq(pthread_join(w->th, NULL), 0);
+	return __atomic_load_n(&w->ret, __ATOMIC_ACQUIRE);
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Two writes ahead of the write pointer wait for the one at it. */
+START_TEST(test_seq_out_of_order)
+{
+	struct writer b, c;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	writer_start(&b, z, 2 * l, l, 1);
+	writer_start(&c, z, l, l, 2);
+	ck_assert_uint_eq(dev_wp(z), 0);
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_int_eq(writer_join(&c), l);
+	ck_assert_int_eq(writer_join(&b), l);
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, z), 0);
+	ck_assert_uint_eq(dev_wp(z), 3 * l);
+	ck_assert_uint_eq(size_of(z), 3 * l);
+	check_zone_data(z, 3 * l);
+	/* behind the write pointer: EINVAL at once, as before */
+	ck_assert_int_eq(put(z, l, l), -EINVAL);
+	ck_assert_uint_eq(dev_wp(z), 3 * l);
+	/* past the capacity: EFBIG, not held */
+	ck_assert_int_eq(put(z, fx.p.cap_bytes, l), -EFBIG);
+}
+END_TEST
+
+/* A predecessor that never comes: EINVAL after the hold bound. */
+START_TEST(test_seq_missing_predecessor)
+{
+	uint64_t z, l, t0, ms;
+
+	seq_setup(_i, 200);
+	z = seq_zone(0);
+	l = lba();
+	t0 = now_ms();
+	ck_assert_int_eq(put(z, l, l), -EINVAL);
+	ms = now_ms() - t0;
+	ck_assert_uint_ge(ms, 200);
+	ck_assert_uint_lt(ms, 200 + 10000);
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, z), 0);
+	ck_assert_uint_eq(dev_wp(z), 0);
+	ck_assert_uint_eq(size_of(z), 0);
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_uint_eq(dev_wp(z), l);
+	check_zone_data(z, l);
+}
+END_TEST
+
+/* The write at the write pointer fails: the one held behind it gets EIO. */
+START_TEST(test_seq_error_in_middle)
+{
+	struct writer b;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	writer_start(&b, z, 2 * l, l, 1);
+	ck_assert_int_eq(
+		p2z_emu_set_fault(fx.path, z, P2Z_EMU_FAULT_FAIL_NEXT_IO), 0);
+	ck_assert_int_eq(put(z, l, l), -EIO);
+	ck_assert_int_eq(writer_join(&b), -EIO);
+	ck_assert_uint_eq(dev_wp(z), l);
+	ck_assert_uint_eq(size_of(z), l);
+	check_zone_data(z, l);
+	/* errors=repair: the zone goes on from the device's write pointer */
+	ck_assert_int_eq(put(z, l, l), l);
+	ck_assert_uint_eq(dev_wp(z), 2 * l);
+	check_zone_data(z, 2 * l);
+}
+END_TEST
+
+/* A reset with a write held: the write gets EIO, the zone is empty. */
+START_TEST(test_seq_reset_held)
+{
+	struct writer b;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	writer_start(&b, z, 2 * l, l, 1);
+	ck_assert_int_eq(zone_reset(z), 0);
+	ck_assert_int_eq(writer_join(&b), -EIO);
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, z), 0);
+	ck_assert_uint_eq(dev_wp(z), 0);
+	ck_assert_uint_eq(size_of(z), 0);
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_uint_eq(dev_wp(z), l);
+	check_zone_data(z, l);
+}
+END_TEST
+
+#define NR_WRITERS 4
+#define NR_PIECES 64
+
+struct stripe {
+	pthread_t th;
+	uint64_t zidx;
+	unsigned int first;
+	int bad;
+};
+
+/* Writer `first` writes pieces first, first + NR_WRITERS, ... in order. */
+static void *stripe_fn(void *arg)
+{
+	struct stripe *s = arg;
+	unsigned int k;
+
+	for (k = s->first; k < NR_PIECES; k += NR_WRITERS)
+		if (put(s->zidx, (uint64_t)k * lba(), lba()) != (ssize_t)lba())
+			s->bad++;
+	return NULL;
+}
+
+/*
+ * Four writers share a zone, each writing every fourth piece (the kernel's
+ * split pieces of async direct writes, served by several threads): every
+ * piece waits for its predecessor from another writer, none fails. Two
+ * zones at once: their writes do not wait for each other.
+ */
+START_TEST(test_seq_interleaved)
+{
+	struct stripe s[2 * NR_WRITERS];
+	unsigned int i;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	for (i = 0; i < 2 * NR_WRITERS; i++) {
+		s[i].zidx = seq_zone(i / NR_WRITERS);
+		s[i].first = i % NR_WRITERS;
+		s[i].bad = 0;
+		ck_assert_int_eq(
+			pthread_create(&s[i].th, NULL, stripe_fn, &s[i]), 0);
+	}
+	for (i = 0; i < 2 * NR_WRITERS; i++) {
+		ck_assert_int_eq(pthread_join(s[i].th, NULL), 0);
+		ck_assert_int_eq(s[i].bad, 0);
+	}
+	for (i = 0; i < 2; i++) {
+		ck_assert_uint_eq(dev_wp(seq_zone(i)), NR_PIECES * lba());
+		check_zone_data(seq_zone(i), NR_PIECES * lba());
+	}
+}
+END_TEST
+
+static Suite *zone_seq_suite(void)
+{
+	Suite *s = suite_create("zone_seq");
+	TCase *tc;
+
+	tc = tcase(s, "seq");
+	tcase_add_loop_test(tc, test_seq_out_of_order, 0, 2);
+	tcase_add_loop_test(tc, test_seq_missing_predecessor, 0, 2);
+	tcase_add_loop_test(tc, test_seq_error_in_middle, 0, 2);
+	tcase_add_loop_test(tc, test_seq_reset_held, 0, 2);
+	tcase_add_loop_test(tc, test_seq_interleaved, 0, 2);
+	return s;
+}
+
+int main(void)
+{
+	return p2z_check_run(zone_seq_suite());
+}
