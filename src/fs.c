@@ -723,8 +723,18 @@ static void p2z_fs_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
 	conn->max_write = P2Z_FS_MAX_WRITE;
-	/* Keeps the writes of one file in order: see the top of fs_file.c. */
-	conn->want &= ~FUSE_CAP_ASYNC_DIO;
+	/*
+	 * Asynchronous direct I/O reaches the daemon concurrently; the zone
+	 * write sequencer keeps the writes of a zone in order (see the top
+	 * of fs_file.c and zone_seq.c).
+	 */
+	if (conn->capable & FUSE_CAP_ASYNC_DIO)
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	_Static_assert(
+		P2Z_FS_MAX_BACKGROUND < P2Z_FS_MAX_THREADS,
+		"a worker must stay free for a held write's predecessor");
+	conn->max_background = P2Z_FS_MAX_BACKGROUND;
+	conn->congestion_threshold = P2Z_FS_MAX_BACKGROUND * 3 / 4;
 	conn->want &= ~FUSE_CAP_WRITEBACK_CACHE;
 	/*
 	 * No splice: libfuse would leave a WRITE's data in a pipe, to be

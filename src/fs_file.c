@@ -5,22 +5,28 @@
  * The names, attributes and the ops table are fs.c's (see fs_priv.h).
  *
  * Ordering of writes. A sequential zone accepts a write only at its write
- * pointer, so the writes of one file must reach the daemon in file order.
- * The kernel (fs/fuse/file.c) sends the writes of an FOPEN_DIRECT_IO file
- * from fuse_direct_write_iter() under the exclusive inode lock (we never
- * set FOPEN_PARALLEL_DIRECT_WRITES, which libfuse 3.14 cannot even ask
- * for). What remains is fuse_direct_IO() for asynchronous direct I/O
- * (libaio, io_uring): with FUSE_CAP_ASYNC_DIO it splits one request into
- * max_write pieces sent concurrently, and a write that does not extend the
- * cached i_size returns -EIOCBQUEUED and drops the inode lock before it is
- * served, so the mt loop could serve two writes of one zone out of order.
- * The daemon therefore turns FUSE_CAP_ASYNC_DIO off: every piece is then
- * sent and answered in order before the next one, whatever the submitter.
- * io_uring additionally serialises writes to one regular file in io-wq
- * (hashed work). Writes inside a zone are thus never reordered, the daemon
- * never waits for a predecessor, and a write that is not at the write
- * pointer is simply EINVAL, as in zonefs. Each zone's wr_lock serialises
- * what remains (two files on one zone: its seq file and po2).
+ * pointer, but the writes of one zone may reach the daemon out of order.
+ * The kernel (fs/fuse/file.c) sends the write(2)s of an FOPEN_DIRECT_IO
+ * file one after the other, from fuse_direct_write_iter() under the
+ * exclusive inode lock (we never set FOPEN_PARALLEL_DIRECT_WRITES). But
+ * asynchronous direct I/O (libaio, io_uring) goes through fuse_direct_IO():
+ * with FUSE_CAP_ASYNC_DIO, which the daemon turns on so that an
+ * asynchronous submitter gets depth, one request is split into max_write
+ * pieces sent concurrently as background requests, and a write that does
+ * not extend the cached i_size returns -EIOCBQUEUED and drops the inode
+ * lock before it is served (a size-extending one is waited for in
+ * fuse_direct_IO()). The worker threads of the session loop then serve
+ * these pieces, and several writers' appends, in any order. The zone
+ * layer orders them (zone_seq.c, like the block layer's zone write
+ * plugging): one write of a zone at the device at a time, the next one
+ * being the one at the write pointer; a write ahead of it is held until
+ * its predecessors were written (for at most the hold bound,
+ * P2Z_ZONE_HOLD_MS, then EINVAL: a writer with a gap), one behind it is
+ * EINVAL at once, as in zonefs. A held write keeps its worker thread: the
+ * kernel keeps at most P2Z_FS_MAX_BACKGROUND background requests at the
+ * daemon, fewer than the P2Z_FS_MAX_THREADS workers, so one is always free
+ * to receive the predecessor. Reads of one file and of many files are
+ * served concurrently by the workers, with no lock beyond the zone's.
  *
  * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
  */

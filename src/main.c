@@ -35,7 +35,6 @@
 #define P2Z_EXIT_USAGE 1
 #define P2Z_EXIT_FAIL 32
 
-#define P2Z_MAX_THREADS 16
 /*
  * Workers kept waiting once a burst is over: libfuse 3.14 keeps every
  * thread it ever started by default, and 17 idle workers made single
@@ -239,7 +238,7 @@ static int p2z_serve(struct fuse_session *se, struct p2z_fs *fs,
 	cfg = fuse_loop_cfg_create();
 	if (!cfg)
 		return -ENOMEM;
-	fuse_loop_cfg_set_max_threads(cfg, P2Z_MAX_THREADS);
+	fuse_loop_cfg_set_max_threads(cfg, P2Z_FS_MAX_THREADS);
 	fuse_loop_cfg_set_idle_threads(cfg, P2Z_IDLE_THREADS);
 	p2z_fs_serve_init(fs, o->mountpoint_abs);
 	/* A signal (SIGTERM, SIGINT) ends the loop with its positive number. */

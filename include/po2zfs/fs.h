@@ -45,6 +45,17 @@
 /* Largest FUSE write the daemon asks the kernel for. */
 #define P2Z_FS_MAX_WRITE (1U << 20)
 
+/*
+ * Background requests (the pieces of asynchronous direct I/O, readahead)
+ * the kernel keeps at the daemon at most: the depth an io_uring or libaio
+ * submitter gets. Fewer than P2Z_FS_MAX_THREADS, so that writes held by
+ * the zone write sequencer never take every worker thread: one is always
+ * left to receive the write they wait for.
+ */
+#define P2Z_FS_MAX_BACKGROUND 24U
+/* Worker threads of the FUSE session loop at most. */
+#define P2Z_FS_MAX_THREADS 32U
+
 /**
  * struct p2z_fs_opts - ownership and modes
  * @uid: owner of the zone files and of po2
