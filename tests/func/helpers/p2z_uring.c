@@ -356,9 +356,12 @@ static void *ld_appender(void *arg)
 
 	if (ring_init(&r, 2 * UR_WQD))
 		goto out_free;
+	/* a daemon killed before the open: nothing to do */
 	fd = open(path, O_WRONLY | O_DIRECT);
-	if (fd < 0 || fstat(fd, &st)) {
-		ld_bad(l, "open", path, 0, -errno);
+	if (fd < 0)
+		goto out_ring;
+	if (fstat(fd, &st)) {
+		close(fd);
 		goto out_ring;
 	}
 	ofs = st.st_size;
