@@ -349,6 +349,7 @@ static void *ld_appender(void *arg)
 	struct ld *l = t->l;
 	const char *path = l->path[t->z];
 	uint64_t key = zkey(path), ofs, len[UR_WQD], rng = p2z_mix(t->z + 9);
+	uint64_t cap = 0;
 	int res[2 * UR_WQD], fd, i, n, nsqe;
 	char *buf = p2z_xalloc(UR_ALIGN, UR_WQD * UR_MAX_REC), line[64];
 	struct io_uring r;
@@ -360,7 +361,7 @@ static void *ld_appender(void *arg)
 	fd = open(path, O_WRONLY | O_DIRECT);
 	if (fd < 0)
 		goto out_ring;
-	if (fstat(fd, &st)) {
+	if (fstat(fd, &st) || p2z_xattr_u64(path, "user.zone.capacity", &cap)) {
 		close(fd);
 		goto out_ring;
 	}
@@ -368,12 +369,19 @@ static void *ld_appender(void *arg)
 	atomic_store(&l->done[t->z], ofs);
 	while (ld_running(l)) {
 		uint64_t o = ofs;
+		int nw = UR_WQD;
 
 		for (i = 0, nsqe = 0; i < UR_WQD; i++) {
-			struct io_uring_sqe *sqe = io_uring_get_sqe(&r);
+			struct io_uring_sqe *sqe;
 
 			rng = p2z_mix(rng + i);
 			len[i] = (1 + rng % (UR_MAX_REC / 4096)) * 4096;
+			/* the zone is full: stop before its capacity */
+			if (o + len[i] > cap) {
+				nw = i;
+				break;
+			}
+			sqe = io_uring_get_sqe(&r);
 			pat_fill(buf + i * UR_MAX_REC, key, o, len[i]);
 			io_uring_prep_write(sqe, fd, buf + i * UR_MAX_REC,
 					    len[i], o);
@@ -388,9 +396,9 @@ static void *ld_appender(void *arg)
 			}
 			o += len[i];
 		}
-		if (ring_run(&r, nsqe, res))
+		if (!nw || ring_run(&r, nsqe, res))
 			break;
-		for (i = 0, n = 0; i < UR_WQD; i++, n += t->z == 1 ? 2 : 1) {
+		for (i = 0, n = 0; i < nw; i++, n += t->z == 1 ? 2 : 1) {
 			if (res[n] < 0)
 				break;
 			if (res[n] != (int)len[i]) {
@@ -407,7 +415,7 @@ static void *ld_appender(void *arg)
 				ld_bad(l, "log write", path, ofs, -errno);
 			atomic_fetch_add(&l->acked, 1);
 		}
-		if (i < UR_WQD)
+		if (i < nw)
 			break; /* the daemon died: done */
 	}
 	close(fd);
