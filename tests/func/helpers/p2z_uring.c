@@ -307,6 +307,7 @@ struct ld {
 	_Atomic bool stop;
 	_Atomic int bad;
 	_Atomic uint64_t acked, reads;
+	_Atomic int writers; /* appenders still running */
 	pthread_mutex_t out;
 };
 
@@ -423,6 +424,7 @@ out_ring:
 	io_uring_queue_exit(&r);
 out_free:
 	free(buf);
+	atomic_fetch_sub(&l->writers, 1);
 	return NULL;
 }
 
@@ -468,6 +470,9 @@ static void *ld_reader(void *arg)
 			n++;
 		}
 		if (!n) {
+			/* nothing appended yet: wait, unless none will be */
+			if (!atomic_load(&l->writers))
+				break;
 			usleep(1000);
 			continue;
 		}
@@ -513,6 +518,7 @@ static int cmd_load(const char *dir, const char *log, int secs)
 	if (l.logfd < 0)
 		return 2;
 	pthread_mutex_init(&l.out, NULL);
+	atomic_store(&l.writers, UR_NZ);
 	clock_gettime(CLOCK_MONOTONIC, &l.end);
 	l.end.tv_sec += secs;
 	for (z = 0; z <= UR_NZ; z++) {
