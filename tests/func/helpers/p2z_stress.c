@@ -676,8 +676,8 @@ static void *reader_main(void *arg)
 
 /*
  * One batch of the io_uring reader: ST_URING_QD O_DIRECT reads in flight
- * at random offsets below the size seen before the submission (half of
- * them on the last LBAs). As each completes: its bytes are valid blocks
+ * at random offsets below the size seen before the submission (stat and
+ * completed appends; half of them on the last LBAs). As each completes: its bytes are valid blocks
  * (check_read), and, when no reset or finish ran meanwhile, a read wholly
  * below that size returned all of it, and what it returned ends at or
  * below user.zone.wp read after it completed: no read returns bytes past
@@ -704,7 +704,17 @@ static void uring_batch(struct st_thread *t, struct io_uring *ring, uint32_t zi,
 		violation(c, "seq/%u: fstat: %s", zi, en(errno));
 		return;
 	}
-	nlba = (uint64_t)st.st_size / c->lba;
+	/*
+	 * Below what completed appends made the size: the kernel's size of
+	 * the file is at least that (fstat may show more than it applied),
+	 * so no read here may come back short. A short O_DIRECT read of a
+	 * FUSE file through io_uring is retried by io_uring at the same
+	 * offset (fuse_direct_IO() does not advance ki_pos; seen on 6.18):
+	 * the bytes before the size again, in place of what lies past it.
+	 * Reads crossing the size are the psync readers'.
+	 */
+	nlba = ((uint64_t)st.st_size < acked ? (uint64_t)st.st_size : acked) /
+	       c->lba;
 	if (!nlba)
 		return;
 	for (i = 0; i < ST_URING_QD; i++) {
