@@ -10,22 +10,23 @@
  *   - one mutator per zone, the only one changing it: appends of 1 to 64
  *     LBAs (O_APPEND, O_DIRECT or not, a new open now and then), resets
  *     (truncate 0 or O_TRUNC), finishes (truncate to capacity). After each
- *     it checks the exact size and user.zone.wp (it knows them).
+ *     it checks the exact size and user.zone.wp (it knows them). One
+ *     operation in ten is a burst: 2 to 8 O_DIRECT appends in flight on
+ *     one io_uring (explicit offsets or O_APPEND): each completes whole,
+ *     none succeeds after one failed, the read-back finds them in order.
  *   - two readers: cached and O_DIRECT reads of any range below the size
  *     (half of them at the end of the file), several per open file;
  *   - a checker: stat, user.zone.wp and user.zone.cond of every zone
  *     (against the completed appends: one may be in flight), and
  *     the open and active zone counts against user.dev.max_open and
  *     user.dev.max_active;
- *     A mutator's burst keeps 2 to 8 O_DIRECT appends in flight on one
- *     io_uring (explicit offsets or O_APPEND): each completes whole, none
- *     succeeds after one failed, and the read-back finds them in order.
  *   - an opener: explicit opens (read-only and for writing) and closes.
  *   - an io_uring reader: batches of 16 O_DIRECT reads in flight at random
- *     offsets below the size seen before submitting; as each completes, a
- *     read below that size returned all of it and none returned bytes
- *     past user.zone.wp read after it completed (no read past the write
- *     pointer), and its blocks are checked as any reader's.
+ *     offsets below the size seen before submitting (stat, and the
+ *     completed appends); as each completes, it returned all it asked and
+ *     nothing past user.zone.wp read after it completed (no read past the
+ *     write pointer), and its blocks are checked as any reader's, unless
+ *     a reset or finish overlapped it.
  *
  * Data is self-describing: every LBA carries a header (zone, generation,
  * file offset) and a pattern derived from them, so a reader checks any
