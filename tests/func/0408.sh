@@ -11,8 +11,12 @@
 # the size (a gap) and one behind it (at size - 1 LBA, at 0) fail EINVAL
 # and change nothing: size, user.zone.wp and bytes as before; a write at
 # the size succeeds again. After the unmount the image's stored write
-# pointers (po2zfs-emu report) are the sizes. A npo2 geometry with 4 KiB
-# LBAs and a po2 one with 512-byte LBAs.
+# pointers (po2zfs-emu report) are the sizes. And 4 threads append 6
+# records of 1.5 MiB each to seq/4 together (O_APPEND, O_DIRECT): each
+# completes whole, the size and user.zone.wp grow by all 24, which are
+# whole records, none torn or interleaved, each thread's in order
+# (p2z_uring appenders). A npo2 geometry with 4 KiB LBAs and a po2 one with
+# 512-byte LBAs.
 . "$(dirname "$0")/common.sh"
 
 p2z_init "io_uring O_DIRECT writes of 4 MiB (split by the kernel) at the size, 4 zones in parallel"
@@ -50,6 +54,11 @@ for geom in 96M/80M/4096 64M/48M/512; do
 	assert_eq "$BIG" "$out" "$geom: 4 MiB write at the size $size"
 	out=$("$URING" verify "$f" "$((size + BIG))" 2>&1) ||
 		fail "$geom: seq/0 after the write at the size: $out"
+	# writers' appends in flight together on one zone: 4 threads, records
+	# of 1.5 MiB (two WRITE requests each)
+	out=$("$URING" appenders "$MNT/seq/4" 4 $((3 << 19)) 6 2>&1) ||
+		fail "$geom: 4 threads appending 1.5 MiB records to seq/4: $out"
+	info "$geom: seq/4, 4 threads: $out"
 	still_serving "$MNT/seq/4"
 	p2z_umount
 	out=$("$EMU" report "$DEV" 2>&1) || fail "po2zfs-emu report: $out"

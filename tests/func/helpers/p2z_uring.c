@@ -27,6 +27,12 @@
  *	"Z END" to LOG (O_APPEND) once every write below END has completed
  *	(for 0 and 1: and is durable). Exits 1 on a wrong byte or a short
  *	completion, else 0; prints "acked=N reads=N".
+ *   p2z_uring appenders FILE NTHREADS RECLEN COUNT
+ *	NTHREADS threads append COUNT records of RECLEN bytes each to FILE
+ *	together (write(2), O_APPEND, O_DIRECT): each completes whole; then
+ *	the size and user.zone.wp grew by all of them and what they added
+ *	is whole records (none torn or interleaved), each thread's in order.
+ *	Prints "records=N bytes=N".
  *   p2z_uring check DIR LOG
  *	after a crash and a mount again: for zones 0 to 3, the size equals
  *	user.zone.wp, is whole LBAs, [0, size) is the pattern, a read at the
@@ -576,6 +582,174 @@ static int cmd_check(const char *dir, const char *log)
 	return ret;
 }
 
+/* ---------------------------------------------------------------- appenders */
+
+/*
+ * Records of the threaded appenders: every LBA-sized unit starts with
+ * (UR_RMAGIC, thread, record number, unit index, units per record), then a
+ * pattern of them.
+ */
+#define UR_RMAGIC 0x5a524543 /* "CERZ" */
+#define UR_UNIT 512
+
+struct ap {
+	const char *path;
+	uint64_t reclen;
+	int count;
+	_Atomic int acked, bad;
+};
+
+struct ap_th {
+	struct ap *a;
+	int id;
+	pthread_t th;
+};
+
+static void rec_fill(char *p, uint64_t reclen, uint64_t id, uint64_t n)
+{
+	uint64_t u, i, *w;
+
+	for (u = 0; u < reclen / UR_UNIT; u++) {
+		w = (uint64_t *)(p + u * UR_UNIT);
+		w[0] = UR_RMAGIC;
+		w[1] = id;
+		w[2] = n;
+		w[3] = u;
+		w[4] = reclen / UR_UNIT;
+		for (i = 5; i < UR_UNIT / 8; i++)
+			w[i] = p2z_mix(id << 48 ^ n << 24 ^ u << 8 ^ i);
+	}
+}
+
+/* 0: unit @u of record @n of thread @id; -1 not */
+static int rec_unit_check(const char *p, uint64_t reclen, uint64_t *id,
+			  uint64_t *n, uint64_t *u)
+{
+	const uint64_t *w = (const uint64_t *)p;
+	uint64_t i;
+
+	if (w[0] != UR_RMAGIC || w[4] != reclen / UR_UNIT)
+		return -1;
+	*id = w[1];
+	*n = w[2];
+	*u = w[3];
+	for (i = 5; i < UR_UNIT / 8; i++)
+		if (w[i] != p2z_mix(*id << 48 ^ *n << 24 ^ *u << 8 ^ i))
+			return -1;
+	return 0;
+}
+
+static void *ap_main(void *arg)
+{
+	struct ap_th *t = arg;
+	struct ap *a = t->a;
+	char *buf = p2z_xalloc(UR_ALIGN, a->reclen);
+	ssize_t ret;
+	int fd, n;
+
+	fd = open(a->path, O_WRONLY | O_APPEND | O_DIRECT);
+	if (fd < 0) {
+		printf("%s: open: %s\n", a->path, en(errno));
+		atomic_fetch_add(&a->bad, 1);
+		free(buf);
+		return NULL;
+	}
+	for (n = 0; n < a->count; n++) {
+		rec_fill(buf, a->reclen, t->id, n);
+		ret = write(fd, buf, a->reclen);
+		if (ret != (ssize_t)a->reclen) {
+			printf("%s: thread %d: append of record %d: %zd (%s)\n",
+			       a->path, t->id, n, ret,
+			       ret < 0 ? en(errno) : "short");
+			atomic_fetch_add(&a->bad, 1);
+			break;
+		}
+		atomic_fetch_add(&a->acked, 1);
+	}
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+/*
+ * NTHREADS threads append COUNT records of RECLEN bytes each to FILE (O_APPEND,
+ * O_DIRECT, write(2)), together. Then the file, from its size before, must
+ * be whole records only, each thread's numbered 0, 1, 2... in order, all of
+ * them, and the size and user.zone.wp the old size + all records.
+ */
+static int cmd_appenders(const char *path, int nth, uint64_t reclen, int count)
+{
+	struct ap a = { .path = path, .reclen = reclen, .count = count };
+	uint64_t size0, size, wp, ofs, id = 0, n = 0, u, next[64] = { 0 };
+	struct ap_th th[64];
+	char *buf;
+	int i, fd, ret = 0;
+
+	if (nth < 1 || nth > 64 || !reclen || reclen % UR_ALIGN || count < 1)
+		return 2;
+	if (sizes(path, &size0, &wp))
+		return 2;
+	for (i = 0; i < nth; i++) {
+		th[i] = (struct ap_th){ .a = &a, .id = i };
+		if (pthread_create(&th[i].th, NULL, ap_main, &th[i]))
+			return 2;
+	}
+	for (i = 0; i < nth; i++)
+		pthread_join(th[i].th, NULL);
+	if (a.bad)
+		return 1;
+	if (sizes(path, &size, &wp))
+		return 2;
+	if (size != size0 + (uint64_t)nth * count * reclen || wp != size) {
+		printf("%s: size %" PRIu64 ", user.zone.wp %" PRIu64
+		       " after %d records of %" PRIu64 " from %" PRIu64 "\n",
+		       path, size, wp, nth * count, reclen, size0);
+		return 1;
+	}
+	buf = p2z_xalloc(UR_ALIGN, reclen);
+	fd = open(path, O_RDONLY | O_DIRECT);
+	if (fd < 0)
+		return 2;
+	for (ofs = size0; ofs < size && !ret; ofs += reclen) {
+		if (pread(fd, buf, reclen, ofs) != (ssize_t)reclen) {
+			printf("%s: read at %" PRIu64 ": %s\n", path, ofs,
+			       en(errno));
+			ret = 1;
+			break;
+		}
+		for (u = 0; u < reclen / UR_UNIT && !ret; u++) {
+			uint64_t i2 = 0, n2 = 0, u2 = 0;
+
+			if (rec_unit_check(buf + u * UR_UNIT, reclen, &i2, &n2,
+					   &u2) ||
+			    (u && (i2 != id || n2 != n)) || u2 != u ||
+			    i2 >= (uint64_t)nth) {
+				printf("%s: at %" PRIu64 ": not unit %" PRIu64
+				       " of the record started at %" PRIu64
+				       " (torn or misplaced)\n",
+				       path, ofs + u * UR_UNIT, u, ofs);
+				ret = 1;
+			}
+			id = i2;
+			n = n2;
+		}
+		if (!ret && n != next[id]) {
+			printf("%s: at %" PRIu64 ": record %" PRIu64
+			       " of thread %" PRIu64 ", expected %" PRIu64
+			       " (out of order)\n",
+			       path, ofs, n, id, next[id]);
+			ret = 1;
+		}
+		next[id]++;
+	}
+	close(fd);
+	free(buf);
+	if (!ret)
+		printf("records=%d bytes=%" PRIu64 "\n", nth * count,
+		       size - size0);
+	return ret;
+}
+
 int main(int argc, char **argv)
 {
 	if (argc >= 5 && !strcmp(argv[1], "write"))
@@ -590,8 +764,12 @@ int main(int argc, char **argv)
 		return cmd_load(argv[2], argv[3], atoi(argv[4]));
 	if (argc == 4 && !strcmp(argv[1], "check"))
 		return cmd_check(argv[2], argv[3]);
+	if (argc == 6 && !strcmp(argv[1], "appenders"))
+		return cmd_appenders(argv[2], atoi(argv[3]),
+				     strtoull(argv[4], NULL, 0), atoi(argv[5]));
 	fputs("usage: p2z_uring write LEN ROUNDS FILE... | pwrite FILE OFS LEN"
-	      " | verify FILE SIZE | load DIR LOG SECONDS | check DIR LOG\n",
+	      " | verify FILE SIZE | load DIR LOG SECONDS | check DIR LOG"
+	      " | appenders FILE NTHREADS RECLEN COUNT\n",
 	      stderr);
 	return 2;
 }
