@@ -2,10 +2,14 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # Stress: on 4 zones, threads mixing appends (direct and not), cached and
 # O_DIRECT reads, resets, finishes, stat, getxattr, explicit opens and
-# closes, for a bounded time, with invariants checked as they run (see
-# helpers/p2z_stress.c): read-back equals what was appended, the size never
-# shrinks between resets, user.zone.wp equals the size, the open and active
-# zone limits hold. Three rounds: a npo2 geometry with 4 KiB LBAs, a po2
+# closes, plus requests at depth: an io_uring reader with 16 O_DIRECT reads
+# in flight and io_uring bursts of 2 to 8 O_DIRECT appends in flight on one
+# zone, for a bounded time, with invariants checked as they run (see
+# helpers/p2z_stress.c): read-back equals what was appended, appends in
+# flight complete whole and land in order, no read returns bytes past
+# user.zone.wp, a read below the appended size returns all of it, the size
+# never shrinks between resets, user.zone.wp equals the size, the open and
+# active zone limits hold. Three rounds: a npo2 geometry with 4 KiB LBAs, a po2
 # one with 512-byte LBAs (pages hold several LBAs), and that one again with
 # -o explicit-open. The daemon must exit 0 at unmount and print no
 # sanitizer report: the test command runs this in the gcc build and under
@@ -20,8 +24,11 @@ if [ ! -x "$STRESS" ]; then
 	STRESS=$WORK/p2z_stress
 	command -v "${CC:-cc}" >/dev/null ||
 		skip "p2z_stress helper not built and no C compiler"
+	echo '#include <liburing.h>' | "${CC:-cc}" -E - >/dev/null 2>&1 ||
+		skip "p2z_stress helper not built and liburing.h missing (liburing-dev): NO STRESS RUN"
 	"${CC:-cc}" -D_GNU_SOURCE -O2 -pthread -o "$STRESS" \
-		"$P2Z_FUNC_DIR/helpers/p2z_stress.c" || fail "cannot build p2z_stress"
+		"$P2Z_FUNC_DIR/helpers/p2z_stress.c" -luring ||
+		fail "cannot build p2z_stress"
 fi
 secs=${P2Z_STRESS_SECONDS:-4}
 

@@ -10,7 +10,10 @@
  *   - one mutator per zone, the only one changing it: appends of 1 to 64
  *     LBAs (O_APPEND, O_DIRECT or not, a new open now and then), resets
  *     (truncate 0 or O_TRUNC), finishes (truncate to capacity). After each
- *     it checks the exact size and user.zone.wp (it knows them).
+ *     it checks the exact size and user.zone.wp (it knows them). One
+ *     operation in ten is a burst: 2 to 8 O_DIRECT appends in flight on
+ *     one io_uring (explicit offsets or O_APPEND): each completes whole,
+ *     none succeeds after one failed, the read-back finds them in order.
  *   - two readers: cached and O_DIRECT reads of any range below the size
  *     (half of them at the end of the file), several per open file;
  *   - a checker: stat, user.zone.wp and user.zone.cond of every zone
@@ -18,6 +21,12 @@
  *     the open and active zone counts against user.dev.max_open and
  *     user.dev.max_active;
  *   - an opener: explicit opens (read-only and for writing) and closes.
+ *   - an io_uring reader: batches of 16 O_DIRECT reads in flight at random
+ *     offsets below the size seen before submitting (stat, and the
+ *     completed appends); as each completes, it returned all it asked and
+ *     nothing past user.zone.wp read after it completed (no read past the
+ *     write pointer), and its blocks are checked as any reader's, unless
+ *     a reset or finish overlapped it.
  *
  * Data is self-describing: every LBA carries a header (zone, generation,
  * file offset) and a pattern derived from them, so a reader checks any
@@ -33,7 +42,7 @@
  * zone at a time).
  *
  * Prints "ops=N appends=N resets=N finishes=N reads=N checks=N opens=N
- *  reopen_fails=N violations=N"
+ *  reopen_fails=N bursts=N uring_reads=N violations=N"
  * and exits 0, or prints the violations (the first 20) and exits 1.
  */
 #include <errno.h>
@@ -52,6 +61,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "p2z_helpers.h"
 
 #define ST_ALIGN 4096
@@ -59,6 +70,9 @@
 #define ST_MAX_ZONES 16
 #define ST_MAX_APPEND_LBA 64
 #define ST_READ_MAX (1024 * 1024)
+#define ST_URING_QD 16 /* reads in flight of the io_uring reader */
+#define ST_URING_READ_MAX (64 * 1024)
+#define ST_BURST_MAX 8 /* appends in flight of a mutator's burst */
 
 struct st_zone {
 	char path[4096];
@@ -78,6 +92,7 @@ struct st_ctx {
 	struct timespec end;
 	_Atomic bool stop;
 	_Atomic uint64_t appends, resets, finishes, reads, checks, opens;
+	_Atomic uint64_t bursts, uring_reads; /* io_uring bursts and reads */
 	_Atomic uint64_t reopen_fails; /* resets whose re-open failed */
 	_Atomic int violations;
 	pthread_mutex_t out_lock;
@@ -269,8 +284,143 @@ static void mut_truncate(struct st_thread *t, uint32_t zi, uint64_t *size,
 	check_known(c, zi, *size, finish ? "finish" : "reset");
 }
 
+/*
+ * Read back [@from, @to) of seq/@zi: every block must be the one appended
+ * there since the last reset (@gen), in order.
+ */
+static void check_landed(struct st_ctx *c, uint32_t zi, uint64_t from,
+			 uint64_t to, uint64_t gen, char *buf)
+{
+	uint64_t ofs, g = 0;
+	int fd, r;
+
+	if (to <= from)
+		return;
+	fd = open(c->z[zi].path, O_RDONLY | O_DIRECT);
+	if (fd < 0 || pread(fd, buf, to - from, from) != (ssize_t)(to - from)) {
+		violation(c,
+			  "seq/%u: read back of %" PRIu64 "..%" PRIu64 ": %s",
+			  zi, from, to, en(errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
+	for (ofs = from; ofs < to; ofs += c->lba) {
+		r = blk_check(buf + (ofs - from), c->lba, zi, ofs, &g);
+		if (r || g != gen) {
+			violation(c,
+				  "seq/%u: appends in flight landed out of "
+				  "order: block at %" PRIu64 " is %s",
+				  zi, ofs,
+				  r < 0	 ? "another offset's" :
+				  r == 1 ? "zeros" :
+					   "of an older generation");
+			return;
+		}
+	}
+}
+
+/*
+ * A burst: 2 to ST_BURST_MAX O_DIRECT appends of 1 to 8 LBAs submitted at
+ * once on one io_uring, at explicit offsets (size, size + len0, ...) or
+ * with O_APPEND (not on an empty zone, where a zone limit may fail the
+ * first one only). The kernel sends a size-extending direct write of a
+ * FUSE file only after the previous one completed (fuse_direct_IO makes
+ * it blocking, the inode lock orders them): every append must complete
+ * with its full length, in submission order, and land where it was
+ * meant to (the content says its offset). A limit error may fail the
+ * first ones (and then every later one); nothing succeeds after a failure.
+ */
+static void mut_burst(struct st_thread *t, struct io_uring *ring,
+		      uint64_t *size, char *buf)
+{
+	struct st_ctx *c = t->c;
+	uint32_t zi = t->id;
+	struct st_zone *z = &c->z[zi];
+	uint64_t len[ST_BURST_MAX], off, gen = atomic_load(&z->label);
+	int res[ST_BURST_MAX], k, i, nsub, fd, ret, err = 0;
+	bool app = *size && (rnd(t) & 1);
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+
+	fd = open(z->path, O_WRONLY | O_DIRECT | (app ? O_APPEND : 0));
+	if (fd < 0) {
+		if (errno != EBUSY)
+			violation(c, "seq/%u: open for a burst: %s", zi,
+				  en(errno));
+		return;
+	}
+	atomic_fetch_add(&c->opens, 1);
+	k = 2 + rnd(t) % (ST_BURST_MAX - 1);
+	off = *size;
+	for (nsub = 0; nsub < k; nsub++) {
+		len[nsub] = (1 + rnd(t) % (ST_MAX_APPEND_LBA / ST_BURST_MAX)) *
+			    c->lba;
+		if (off + len[nsub] > z->cap)
+			break;
+		for (i = 0; (uint64_t)i < len[nsub]; i += c->lba)
+			blk_fill(buf + (off - *size) + i, c->lba, zi, gen,
+				 off + i);
+		sqe = io_uring_get_sqe(ring);
+		io_uring_prep_write(sqe, fd, buf + (off - *size), len[nsub],
+				    app ? 0 : off);
+		io_uring_sqe_set_data64(sqe, nsub);
+		res[nsub] = 1;
+		off += len[nsub];
+	}
+	ret = nsub ? io_uring_submit(ring) : 0;
+	if (ret != nsub) {
+		violation(c, "seq/%u: io_uring_submit of %d appends: %d", zi,
+			  nsub, ret);
+		nsub = ret > 0 ? ret : 0;
+	}
+	for (i = 0; i < nsub; i++) {
+		ret = io_uring_wait_cqe(ring, &cqe);
+		if (ret) {
+			violation(c, "seq/%u: io_uring_wait_cqe: %s", zi,
+				  en(-ret));
+			break;
+		}
+		res[cqe->user_data] = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+	}
+	close(fd);
+	off = *size;
+	for (i = 0; i < nsub; i++) {
+		if (res[i] < 0 && !err) {
+			err = -res[i];
+			if (err != EOVERFLOW && err != EBUSY &&
+			    err != ETOOMANYREFS)
+				violation(c,
+					  "seq/%u: burst append %d of %" PRIu64
+					  " at %" PRIu64 ": %s",
+					  zi, i, len[i], off, en(err));
+		} else if (res[i] >= 0 && (err || (uint64_t)res[i] != len[i])) {
+			violation(c,
+				  "seq/%u: burst append %d of %" PRIu64
+				  " at %" PRIu64 " returned %d%s%s",
+				  zi, i, len[i], off, res[i],
+				  err ? " after a failed one: " : "",
+				  err ? en(err) : "");
+			err = err ? err : EIO;
+		} else if (!err) {
+			off += len[i];
+			atomic_fetch_add(&c->appends, 1);
+		}
+	}
+	check_landed(c, zi, *size, off, gen, buf);
+	*size = off;
+	atomic_store(&z->acked, *size);
+	atomic_fetch_add(&c->bursts, 1);
+	check_known(c, zi, *size, "a burst of appends");
+	if (err)
+		mut_truncate(t, zi, size, false);
+}
+
 /* One random operation of a mutator on its zone. */
-static void mutate(struct st_thread *t, int *fd, uint64_t *size, char *buf)
+static void mutate(struct st_thread *t, struct io_uring *ring, int *fd,
+		   uint64_t *size, char *buf)
 {
 	struct st_ctx *c = t->c;
 	uint32_t zi = t->id;
@@ -288,6 +438,10 @@ static void mutate(struct st_thread *t, int *fd, uint64_t *size, char *buf)
 	}
 	if (r < 4) {
 		mut_truncate(t, zi, size, true);
+		return;
+	}
+	if (r >= 90 && *size < z->cap) {
+		mut_burst(t, ring, size, buf);
 		return;
 	}
 	if (*fd < 0 || r < 8) {
@@ -342,17 +496,25 @@ static void *mutator_main(void *arg)
 	struct st_thread *t = arg;
 	struct st_ctx *c = t->c;
 	char *buf = p2z_xalloc(ST_ALIGN, ST_MAX_APPEND_LBA * c->lba);
+	struct io_uring ring;
 	uint64_t size = 0;
-	int fd = -1;
+	int fd = -1, ret;
 
+	ret = io_uring_queue_init(ST_BURST_MAX, &ring, 0);
+	if (ret) {
+		violation(c, "io_uring_queue_init: %s", en(-ret));
+		free(buf);
+		return NULL;
+	}
 	mut_truncate(t, t->id, &size, false);
 	while (running(c)) {
 		pthread_rwlock_rdlock(&c->freeze);
-		mutate(t, &fd, &size, buf);
+		mutate(t, &ring, &fd, &size, buf);
 		pthread_rwlock_unlock(&c->freeze);
 	}
 	if (fd >= 0)
 		close(fd);
+	io_uring_queue_exit(&ring);
 	free(buf);
 	return NULL;
 }
@@ -398,7 +560,7 @@ static void reread(struct st_thread *t, uint32_t zi, uint64_t ofs,
  */
 static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
 		       uint64_t ofs, uint64_t n, uint64_t g1, uint64_t g2,
-		       uint64_t label, uint64_t end, bool direct)
+		       uint64_t label, uint64_t end, const char *how)
 {
 	struct st_ctx *c = t->c;
 	uint64_t i, gen;
@@ -411,8 +573,7 @@ static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
 			violation(c,
 				  "seq/%u: %s read at %" PRIu64
 				  ": bad block at %" PRIu64,
-				  zi, direct ? "direct" : "cached", ofs,
-				  ofs + i);
+				  zi, how, ofs, ofs + i);
 			return;
 		}
 		if (!stable)
@@ -423,8 +584,7 @@ static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
 				  "seq/%u: %s read at %" PRIu64
 				  ": zeros at %" PRIu64 " (data end %" PRId64
 				  ")",
-				  zi, direct ? "direct" : "cached", ofs,
-				  ofs + i, (int64_t)end);
+				  zi, how, ofs, ofs + i, (int64_t)end);
 			return;
 		}
 		if (r == 0 && gen != label) {
@@ -437,8 +597,8 @@ static void check_read(struct st_thread *t, uint32_t zi, const char *buf,
 				  " written before reset %" PRIu64
 				  ", now %" PRIu64 " (read again: direct %s, "
 				  "cached %s)",
-				  zi, direct ? "direct" : "cached", ofs,
-				  ofs + i, gen, label, again[0], again[1]);
+				  zi, how, ofs, ofs + i, gen, label, again[0],
+				  again[1]);
 			return;
 		}
 	}
@@ -478,7 +638,8 @@ static void read_once(struct st_thread *t, uint32_t zi, int fd, bool direct,
 		violation(c, "seq/%u: read returned %zd, not whole LBAs", zi,
 			  n);
 	else
-		check_read(t, zi, buf, ofs, n, g1, g2, label, end, direct);
+		check_read(t, zi, buf, ofs, n, g1, g2, label, end,
+			   direct ? "direct" : "cached");
 	atomic_fetch_add(&c->reads, 1);
 }
 
@@ -509,6 +670,153 @@ static void *reader_main(void *arg)
 			read_once(t, zi, fd, direct, buf);
 		close(fd);
 	}
+	free(buf);
+	return NULL;
+}
+
+/*
+ * One batch of the io_uring reader: ST_URING_QD O_DIRECT reads in flight
+ * at random offsets below the size seen before the submission (stat and
+ * completed appends; half of them on the last LBAs). As each completes: its bytes are valid blocks
+ * (check_read), and, when no reset or finish ran meanwhile, a read wholly
+ * below that size returned all of it, and what it returned ends at or
+ * below user.zone.wp read after it completed: no read returns bytes past
+ * the write pointer.
+ */
+static void uring_batch(struct st_thread *t, struct io_uring *ring, uint32_t zi,
+			int fd, char *buf)
+{
+	struct st_ctx *c = t->c;
+	struct st_zone *z = &c->z[zi];
+	uint64_t g1, g2, label, end, acked, nlba, wp = 0, ofs[ST_URING_QD],
+						  len[ST_URING_QD];
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct stat st;
+	int i, n, ret, res;
+	bool stable;
+
+	g1 = atomic_load(&z->gen);
+	label = atomic_load(&z->label);
+	end = atomic_load(&z->data_end);
+	acked = atomic_load(&z->acked);
+	if (fstat(fd, &st)) {
+		violation(c, "seq/%u: fstat: %s", zi, en(errno));
+		return;
+	}
+	/*
+	 * Below what completed appends made the size: the kernel's size of
+	 * the file is at least that (fstat may show more than it applied),
+	 * so no read here may come back short. A short O_DIRECT read of a
+	 * FUSE file through io_uring is retried by io_uring at the same
+	 * offset (fuse_direct_IO() does not advance ki_pos; seen on 6.18):
+	 * the bytes before the size again, in place of what lies past it.
+	 * Reads crossing the size are the psync readers'; the bytes of a
+	 * read that a reset or finish overlapped (it may come back short,
+	 * then so filled) are not checked.
+	 */
+	nlba = ((uint64_t)st.st_size < acked ? (uint64_t)st.st_size : acked) /
+	       c->lba;
+	if (!nlba)
+		return;
+	for (i = 0; i < ST_URING_QD; i++) {
+		ofs[i] = rnd(t) % nlba;
+		if (rnd(t) & 1)
+			ofs[i] = nlba > 8 ? nlba - 1 - rnd(t) % 8 : 0;
+		ofs[i] *= c->lba;
+		len[i] = (1 + rnd(t) % (ST_URING_READ_MAX / c->lba)) * c->lba;
+		if (len[i] > nlba * c->lba - ofs[i])
+			len[i] = nlba * c->lba - ofs[i];
+		sqe = io_uring_get_sqe(ring);
+		io_uring_prep_read(sqe, fd, buf + i * ST_URING_READ_MAX, len[i],
+				   ofs[i]);
+		io_uring_sqe_set_data64(sqe, i);
+	}
+	n = io_uring_submit(ring);
+	if (n != ST_URING_QD) {
+		violation(c, "seq/%u: io_uring_submit of %d reads: %d", zi,
+			  ST_URING_QD, n);
+		if (n < 0)
+			return;
+	}
+	while (n-- > 0) {
+		ret = io_uring_wait_cqe(ring, &cqe);
+		if (ret) {
+			violation(c, "seq/%u: io_uring_wait_cqe: %s", zi,
+				  en(-ret));
+			return;
+		}
+		i = (int)cqe->user_data;
+		res = cqe->res;
+		io_uring_cqe_seen(ring, cqe);
+		ret = p2z_xattr_u64(z->path, "user.zone.wp", &wp);
+		g2 = atomic_load(&z->gen);
+		stable = g1 == g2 && !(g1 & 1);
+		atomic_fetch_add(&c->uring_reads, 1);
+		if (res < 0 || res % c->lba) {
+			violation(c,
+				  "seq/%u: io_uring read of %" PRIu64
+				  " at %" PRIu64 ": %d (%s)",
+				  zi, len[i], ofs[i], res,
+				  res < 0 ? en(-res) : "not whole LBAs");
+			continue;
+		}
+		if (ret) {
+			violation(c, "seq/%u: user.zone.wp: %s", zi, en(-ret));
+			continue;
+		}
+		if (stable && ofs[i] + res > wp)
+			violation(c,
+				  "seq/%u: io_uring read of %" PRIu64
+				  " at %" PRIu64 " returned %d bytes, past "
+				  "user.zone.wp %" PRIu64 " read after it",
+				  zi, len[i], ofs[i], res, wp);
+		else if (stable && ofs[i] + len[i] <= acked &&
+			 (uint64_t)res != len[i])
+			violation(c,
+				  "seq/%u: io_uring read of %" PRIu64
+				  " at %" PRIu64 " returned %d, below the "
+				  "size %" PRIu64 " appended before it "
+				  "(user.zone.wp %" PRIu64 " after it)",
+				  zi, len[i], ofs[i], res, acked, wp);
+		else if (stable)
+			check_read(t, zi, buf + i * ST_URING_READ_MAX, ofs[i],
+				   res, g1, g2, label, end, "io_uring");
+	}
+}
+
+/* The io_uring reader: batches of ST_URING_QD reads on one open file. */
+static void *uring_reader_main(void *arg)
+{
+	struct st_thread *t = arg;
+	struct st_ctx *c = t->c;
+	char *buf = p2z_xalloc(ST_ALIGN, ST_URING_QD * ST_URING_READ_MAX);
+	struct io_uring ring;
+	unsigned int i, nr;
+	int fd, ret;
+
+	ret = io_uring_queue_init(ST_URING_QD, &ring, 0);
+	if (ret) {
+		violation(c, "io_uring_queue_init: %s", en(-ret));
+		free(buf);
+		return NULL;
+	}
+	while (running(c)) {
+		uint32_t zi = rnd(t) % c->nz;
+
+		fd = open(c->z[zi].path, O_RDONLY | O_DIRECT);
+		if (fd < 0) {
+			violation(c, "seq/%u: open for reading: %s", zi,
+				  en(errno));
+			continue;
+		}
+		atomic_fetch_add(&c->opens, 1);
+		nr = 1 + rnd(t) % 8;
+		for (i = 0; i < nr && running(c); i++)
+			uring_batch(t, &ring, zi, fd, buf);
+		close(fd);
+	}
+	io_uring_queue_exit(&ring);
 	free(buf);
 	return NULL;
 }
@@ -693,7 +1001,7 @@ static int setup(struct st_ctx *c, char **av)
 int main(int argc, char **argv)
 {
 	static struct st_ctx c;
-	struct st_thread th[ST_MAX_ZONES + 4];
+	struct st_thread th[ST_MAX_ZONES + 5];
 	void *(*fn)(void *);
 	uint32_t i, n;
 	int ret;
@@ -707,7 +1015,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "p2z_stress: setup: %s\n", en(-ret));
 		return 2;
 	}
-	n = c.nz + 4;
+	n = c.nz + 5;
 	for (i = 0; i < n; i++) {
 		th[i] = (struct st_thread){ .c = &c,
 					    .id = i,
@@ -718,8 +1026,10 @@ int main(int argc, char **argv)
 			fn = reader_main;
 		else if (i == c.nz + 2)
 			fn = checker_main;
-		else
+		else if (i == c.nz + 3)
 			fn = opener_main;
+		else
+			fn = uring_reader_main;
 		if (pthread_create(&th[i].th, NULL, fn, &th[i])) {
 			fprintf(stderr, "p2z_stress: pthread_create failed\n");
 			return 2;
@@ -729,10 +1039,13 @@ int main(int argc, char **argv)
 		pthread_join(th[i].th, NULL);
 	printf("ops=%" PRIu64 " appends=%" PRIu64 " resets=%" PRIu64
 	       " finishes=%" PRIu64 " reads=%" PRIu64 " checks=%" PRIu64
-	       " opens=%" PRIu64 " reopen_fails=%" PRIu64 " violations=%d\n",
-	       c.appends + c.resets + c.finishes + c.reads + c.checks + c.opens,
+	       " opens=%" PRIu64 " reopen_fails=%" PRIu64 " bursts=%" PRIu64
+	       " uring_reads=%" PRIu64 " violations=%d\n",
+	       c.appends + c.resets + c.finishes + c.reads + c.checks +
+		       c.opens + c.uring_reads,
 	       (uint64_t)c.appends, (uint64_t)c.resets, (uint64_t)c.finishes,
 	       (uint64_t)c.reads, (uint64_t)c.checks, (uint64_t)c.opens,
-	       (uint64_t)c.reopen_fails, (int)c.violations);
+	       (uint64_t)c.reopen_fails, (uint64_t)c.bursts,
+	       (uint64_t)c.uring_reads, (int)c.violations);
 	return c.violations ? 1 : 0;
 }
