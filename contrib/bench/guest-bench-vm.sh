@@ -530,10 +530,10 @@ table() {
 	[ "$BENCH_BASE" = 1 ] && echo "- base build: $BENCH_BASE_SOURCE;" \
 		"its po2zfs npo2 on ns6, po2 on ns7, po2zfs-blk on ns8 (npo2)"
 	echo "- parts: $BENCH_PARTS"
-	echo "- fio psync, QD1, $BENCH_MIB MiB per job, appends with" \
-		"file_append=1 direct=1 to a reset zone file; rounds:" \
-		"$BENCH_ROUNDS, variants interleaved; medians; a ratio is the median" \
-		"of the per-round ratios"
+	has_part qd1 && echo "- QD1 part: fio psync, QD1, $BENCH_MIB MiB per" \
+		"job, appends with file_append=1 direct=1 to a reset zone file"
+	echo "- rounds: $BENCH_ROUNDS, variants interleaved; medians; a ratio" \
+		"is the median of the per-round ratios"
 	[ "$DONE" = "$BENCH_ROUNDS" ] ||
 		echo "- **only $DONE of $BENCH_ROUNDS rounds complete**: time" \
 			"budget of ${BENCH_BUDGET}s (P2Z_BENCH_TIMEOUT)"
