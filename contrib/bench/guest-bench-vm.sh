@@ -858,7 +858,7 @@ for v in po2 npo2 po2-base npo2-base null nulla; do
 	wait "${PID[$v]}" || say "po2zfs ($v) exited with $?"
 done
 mountpoint -q /mnt/zonefs && umount /mnt/zonefs
-cp "$RES" "$B/ls" "$J/"
+cp "$RES" "$RES2" "$B/ls" "$J/"
 cp "$B"/daemon-*.log "$J/" 2>/dev/null
 echo "P2Z-BENCH-JSON-BEGIN"
 tar -C "$B" -czf - json | base64
