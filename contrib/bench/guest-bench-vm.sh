@@ -18,7 +18,7 @@
 # once. Per round, per I/O size:
 # a direct append to a freshly reset zone file, a direct read and a
 # buffered read of it (after drop_caches), every variant once, in an order
-# rotated every round. Raw passthrough has no append in fio: it writes
+# rotated every round, reversed every other round. Raw passthrough has no append in fio: it writes
 # with Write commands (zonemode=zbd) and reads plainly, in commands of at
 # most the controller's transfer limit.
 #
@@ -223,12 +223,21 @@ run_job() { # round variant op size index
 	fi
 }
 
-rotate() { # count word...
-	local n=$1
+# rotate ROUND COUNT WORD...: the words rotated by COUNT, and reversed in
+# odd rounds (A B .. B A): a variant and its base neighbour (po2,
+# po2-base) swap places every other round
+rotate() {
+	local r=$1 n=$2 w=() i
 
-	shift
+	shift 2
 	n=$((n % $#))
-	echo "${@:n+1}" "${@:1:n}"
+	w=("${@:n+1}" "${@:1:n}")
+	if ((r % 2)); then
+		for ((i = ${#w[@]} - 1; i >= 0; i--)); do printf '%s ' "${w[$i]}"; done
+		echo
+	else
+		echo "${w[@]}"
+	fi
 }
 
 # ---- concurrency (issue 22) and po2zfs-blk ----
@@ -707,12 +716,14 @@ ab_table() {
 VARS=()
 : >"$B/ls"
 mount_zonefs && VARS+=(zonefs)
+# a base variant next to its counterpart: rotate() swaps them every
+# other round
 mount_po2zfs po2 3 && VARS+=(po2)
+[ "$BENCH_BASE" = 1 ] && mount_po2zfs po2-base 7 /p2z/base/po2zfs &&
+	VARS+=(po2-base)
 mount_po2zfs npo2 1 && VARS+=(npo2)
-if [ "$BENCH_BASE" = 1 ]; then
-	mount_po2zfs po2-base 7 /p2z/base/po2zfs && VARS+=(po2-base)
-	mount_po2zfs npo2-base 6 /p2z/base/po2zfs && VARS+=(npo2-base)
-fi
+[ "$BENCH_BASE" = 1 ] && mount_po2zfs npo2-base 6 /p2z/base/po2zfs &&
+	VARS+=(npo2-base)
 for v in "${VARS[@]}"; do
 	echo "first $v $(ms ls -l "/mnt/$v/seq/")" >>"$B/ls"
 done
@@ -766,7 +777,7 @@ for r in $(seq "$BENCH_ROUNDS"); do
 		has_part qd1 || break
 		for op in append dread bread; do
 			# shellcheck disable=SC2046
-			for v in $(rotate $((r + k)) "${VARS[@]}"); do
+			for v in $(rotate "$r" $((r + k)) "${VARS[@]}"); do
 				[ "$op" != bread ] || [[ $v != raw-* ]] || continue
 				[ "$v" != nulla ] || continue
 				[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 4
@@ -778,7 +789,7 @@ for r in $(seq "$BENCH_ROUNDS"); do
 	for job in qd16 dr4 br4 ap4; do
 		[ ${#CVARS[@]} -gt 0 ] || break
 		# shellcheck disable=SC2046
-		for v in $(rotate $((r + k)) "${CVARS[@]}"); do
+		for v in $(rotate "$r" $((r + k)) "${CVARS[@]}"); do
 			[[ $v != null* ]] || [ $job = qd16 ] || continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
 			conc_job "$r" "$v" $job
@@ -788,7 +799,7 @@ for r in $(seq "$BENCH_ROUNDS"); do
 	for job in rr1 rr16 wr4; do
 		[ ${#BVARS[@]} -gt 0 ] || break
 		# shellcheck disable=SC2046
-		for v in $(rotate $((r + k)) "${BVARS[@]}"); do
+		for v in $(rotate "$r" $((r + k)) "${BVARS[@]}"); do
 			[ "$v" != raw-blk ] || [ $job != wr4 ] || continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
 			blk_job "$r" "$v" $job
