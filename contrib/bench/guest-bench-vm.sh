@@ -18,9 +18,9 @@
 # once. Per round, per I/O size:
 # a direct append to a freshly reset zone file, a direct read and a
 # buffered read of it (after drop_caches), every variant once, in an order
-# rotated every round, reversed every other round. Raw passthrough has no append in fio: it writes
-# with Write commands (zonemode=zbd) and reads plainly, in commands of at
-# most the controller's transfer limit.
+# rotated every round, reversed every other round. Raw passthrough has no
+# append in fio: it writes with Write commands (zonemode=zbd) and reads
+# plainly, in commands of at most the controller's transfer limit.
 #
 # Prints progress as "P2Z-BENCH ..." lines, a result line (guest-lib.sh) per
 # mount and per fio job, "P2Z-RESULT <variant> <check> PASS|FAIL <seconds>s
