@@ -11,7 +11,11 @@
 #      both with p2z_bench's threads (--files for the mount's zone files);
 #   4. I/O sizes (128K and 4K besides the 1M of part 1), through the mount
 #      vs directly, on the npo2 images of part 1;
-#   5. `ls -l seq/` of a device with 100,000 zones, first and second time.
+#   5. `ls -l seq/` of a device with 100,000 zones, first and second time;
+#   6. queue depth (issue 22): fio randread 4k io_uring at QD1 and QD16 on
+#      a zone file of the npo2 mount (-o direct by default), FUSE alone
+#      (p2z_nullfs) beside it, and a base build's po2zfs if
+#      P2Z_BENCH_BASE names one; the QD16 / QD1 ratio (target >= 3).
 # A host-file row (dd into a plain file next to the images) gives the floor
 # under the emulator's own pwrite()s.
 #
@@ -52,6 +56,11 @@
 #   P2Z_BENCH_BUILD    build directory [/tmp/build-bench]
 #   P2Z_BENCH_NO_BUILD 1: use the build directory as it is [0]
 #   P2Z_BENCH_KEEP     1: keep the work directory (daemon logs) [0]
+#   P2Z_BENCH_QD       queue depths of part 6 ["1 16"] ("" skips it)
+#   P2Z_BENCH_QD_SECS  seconds per fio job of part 6 [2]
+#   P2Z_BENCH_QD_MIB   MiB of the zone file part 6 reads [32] (at most 80)
+#   P2Z_BENCH_BASE     a second build directory whose po2zfs mounts its
+#                      own npo2 image for part 6, interleaved (A/B) [none]
 set -euo pipefail
 export LC_ALL=C
 
@@ -73,6 +82,10 @@ SIZES=${P2Z_BENCH_SIZES-128K 4K}
 SIZE_MIB=${P2Z_BENCH_SIZE_MIB:-8}
 LS=${P2Z_BENCH_LS:-1}
 LS_ZONES=${P2Z_BENCH_LS_ZONES:-100000}
+QDS=${P2Z_BENCH_QD-1 16}
+QD_SECS=${P2Z_BENCH_QD_SECS:-2}
+QD_MIB=${P2Z_BENCH_QD_MIB:-32}
+BASE=${P2Z_BENCH_BASE:-}
 
 # Geometries: name, zone size, zone capacity.
 GEOMS=(npo2 po2)
@@ -116,7 +129,24 @@ check_env()
 		((w > max_w)) && max_w=$w
 	done
 	((max_w > 0 && max_w <= 64)) || die "P2Z_BENCH_WRITERS: 1..64 writers"
-	NR_ZONES=$max_w
+	# zone 1 of the npo2 images holds part 6's file
+	NR_ZONES=$((max_w > 2 ? max_w : 2))
+	read -ra QD_LIST <<<"$QDS"
+	for w in "${QD_LIST[@]}"; do
+		if ! [[ $w =~ ^[1-9][0-9]*$ ]] || ((w > 128)); then
+			die "P2Z_BENCH_QD: depths 1..128, not '$QDS'"
+		fi
+	done
+	if ((${#QD_LIST[@]})); then
+		[[ $QD_SECS =~ ^[1-9][0-9]*$ ]] || die "P2Z_BENCH_QD_SECS: not a count: '$QD_SECS'"
+		if ! [[ $QD_MIB =~ ^[1-9][0-9]*$ ]] || ((QD_MIB > 80)); then
+			die "P2Z_BENCH_QD_MIB: 1..80 (the npo2 zone capacity), not '$QD_MIB'"
+		fi
+		command -v fio >/dev/null || die "fio not found (Debian: fio), or P2Z_BENCH_QD=''"
+	fi
+	if [ -n "$BASE" ] && ! [ -x "$BASE/po2zfs" ]; then
+		die "P2Z_BENCH_BASE: no po2zfs in $BASE"
+	fi
 	[[ $FLUSH = 0 || $FLUSH = 1 ]] || die "P2Z_BENCH_FLUSH: 0 or 1"
 	[[ $PREFAULT = 0 || $PREFAULT = 1 ]] || die "P2Z_BENCH_PREFAULT: 0 or 1"
 	[[ $ODIRECT = 0 || $ODIRECT = 1 ]] || die "P2Z_BENCH_ODIRECT: 0 or 1"
@@ -253,6 +283,8 @@ mount_image()
 	mkdir "${MNT[$k]}"
 	if [ "$k" = null ]; then
 		"$NULLFS" "${MNT[$k]}" >"$WORK/daemon-$k.log" 2>&1 &
+	elif [ "$k" = base ]; then
+		"$BASE/po2zfs" "$WORK/$2" "${MNT[$k]}" -f "${MOUNT_OPTS[@]}" >"$WORK/daemon-$k.log" 2>&1 &
 	else
 		"$PO2ZFS" "$WORK/$2" "${MNT[$k]}" -f "${MOUNT_OPTS[@]}" >"$WORK/daemon-$k.log" 2>&1 &
 	fi
@@ -301,6 +333,15 @@ setup()
 	create_image npo2-writers-mount.img npo2
 	mount_image wr npo2-writers-mount.img
 	mount_image null ""
+	if ((${#QD_LIST[@]})); then
+		QD_KEYS=(npo2 null)
+		if [ -n "$BASE" ]; then
+			create_image npo2-base-mount.img npo2
+			mount_image base npo2-base-mount.img
+			QD_KEYS+=(base)
+		fi
+		qd_prep
+	fi
 	MAX_APPEND=$(getfattr --only-values -n user.dev.max_append "${MNT[npo2]}" 2>/dev/null || echo '?')
 }
 
@@ -516,6 +557,41 @@ measure_writers_direct()
 	record "w$n.direct" "$(p2z_mibs "$out")"
 }
 
+# Part 6: QD_MIB MiB in seq/1 of the npo2 mount (and the base build's),
+# written once; p2z_nullfs's seq/1 truncated to that size (reads zeros)
+qd_prep()
+{
+	local k f
+
+	for k in "${QD_KEYS[@]}"; do
+		f=${MNT[$k]}/seq/1
+		truncate -s 0 "$f"
+		if [ "$k" = null ]; then
+			truncate -s "${QD_MIB}M" "$f"
+		else
+			dd if=/dev/zero of="$f" oflag=append conv=notrunc bs=1M \
+				count="$QD_MIB" status=none || die "dd to $f failed"
+		fi
+	done
+}
+
+# measure_qd KEY DEPTH: fio randread 4k with io_uring at DEPTH on seq/1 of
+# mount KEY (npo2, null, base), QD_SECS seconds; key qdDEPTH.KEY
+measure_qd()
+{
+	local k=$1 d=$2 out=$WORK/fio-qd.json mibs
+
+	fio --name=qd --filename="${MNT[$k]}/seq/1" --rw=randread --bs=4k \
+		--direct=1 --ioengine=io_uring --iodepth="$d" --size="${QD_MIB}M" \
+		--time_based --runtime="$QD_SECS" --norandommap --randrepeat=0 \
+		--output-format=json --output="$out" >"$WORK/fio-qd.err" 2>&1 ||
+		die "fio QD$d on ${MNT[$k]}/seq/1 failed: $(tail -n 1 "$WORK/fio-qd.err")"
+	mibs=$(awk '/"read" : \{/ { r = 1 } r && /"bw_bytes" :/ {
+		printf "%.1f", $3 / 1048576; exit }' "$out")
+	[ -n "$mibs" ] || die "fio QD$d on ${MNT[$k]}/seq/1: no read figure"
+	record "qd$d.$k" "$mibs"
+}
+
 # Part 5: `ls -l seq/` of a device of LS_ZONES zones, right after the mount
 # (nothing cached by the kernel) and once more; once, after the rounds: it
 # measures lookups and attributes, not I/O.
@@ -558,6 +634,11 @@ run_round()
 	done
 	for w in "${SIZE_LIST[@]}"; do
 		steps+=("size_mount $w" "size_direct $w")
+	done
+	for w in "${QD_LIST[@]}"; do
+		for g in "${QD_KEYS[@]}"; do
+			steps+=("qd $g $w")
+		done
 	done
 	for ((i = 0; i < ${#steps[@]}; i++)); do
 		if ((r % 2)); then
@@ -648,6 +729,30 @@ size_row()
 		"$(ratio "$2.r" "$3.r")" "$(cpu_share "$2.w")" "$(cpu_share "$2.r")"
 }
 
+# part 6's table: MiB/s per depth; the last depth against the first
+qd_report()
+{
+	local d d1=${QD_LIST[0]} dn=${QD_LIST[-1]} b=
+
+	echo
+	echo "  random reads 4k, fio io_uring, direct, ${QD_SECS} s over seq/1 (${QD_MIB} MiB) of the npo2 mount ${MOUNT_OPTS[*]}, MiB/s"
+	[ -n "$BASE" ] && b=yes
+	printf '  %-5s %9s %-11s %9s %-11s%s\n' QD mount "" null "" \
+		"${b:+$(printf ' %9s %-11s %7s' base "" "new / base")}"
+	for d in "${QD_LIST[@]}"; do
+		printf '  %-5s %9s %-11s %9s %-11s%s\n' "$d" \
+			"$(median <<<"${VALS[qd$d.npo2]}")" "($(spread "qd$d.npo2"))" \
+			"$(median <<<"${VALS[qd$d.null]}")" "($(spread "qd$d.null"))" \
+			"${b:+$(printf ' %9s %-11s %7s' "$(median <<<"${VALS[qd$d.base]}")" \
+				"($(spread "qd$d.base"))" "$(ratio "qd$d.npo2" "qd$d.base")")}"
+	done
+	[ "$d1" != "$dn" ] || return 0
+	printf '  QD%s / QD%s (median of per-round ratios; target >= 3 for the mount): mount %s, null %s%s\n' \
+		"$dn" "$d1" "$(ratio "qd$dn.npo2" "qd$d1.npo2")" \
+		"$(ratio "qd$dn.null" "qd$d1.null")" \
+		"${b:+, base $(ratio "qd$dn.base" "qd$d1.base")}"
+}
+
 report()
 {
 	local g w w1 lbl
@@ -708,6 +813,9 @@ report()
 			size_row "$w" "npo2.mount.$w" "npo2.direct.$w"
 		done
 	fi
+	if ((${#QD_LIST[@]})); then
+		qd_report
+	fi
 	if [ "$LS" = 1 ]; then
 		echo
 		echo "  ls -l seq/ of $LS_ZONES zones (1M each): first ${LS_FIRST}s, again ${LS_AGAIN}s (mount ${LS_MOUNT}s, daemon RSS $LS_RSS)"
@@ -716,7 +824,8 @@ report()
 	echo "command:"
 	echo "  cd $TOP && P2Z_BENCH_ROUNDS=$ROUNDS P2Z_BENCH_WARMUP=$WARMUP P2Z_BENCH_MIB=$MIB P2Z_BENCH_BS=$BS \\"
 	echo "    P2Z_BENCH_WRITERS='$WRITERS' P2Z_BENCH_LBA=$LBA P2Z_BENCH_FLUSH=$FLUSH P2Z_BENCH_DIR=$DIR \\"
-	echo "    P2Z_BENCH_ODIRECT=$ODIRECT P2Z_BENCH_SIZES='$SIZES' P2Z_BENCH_SIZE_MIB=$SIZE_MIB P2Z_BENCH_LS=$LS P2Z_BENCH_LS_ZONES=$LS_ZONES contrib/bench/bench.sh"
+	echo "    P2Z_BENCH_ODIRECT=$ODIRECT P2Z_BENCH_SIZES='$SIZES' P2Z_BENCH_SIZE_MIB=$SIZE_MIB P2Z_BENCH_LS=$LS P2Z_BENCH_LS_ZONES=$LS_ZONES \\"
+	echo "    P2Z_BENCH_QD='$QDS' P2Z_BENCH_QD_SECS=$QD_SECS P2Z_BENCH_QD_MIB=$QD_MIB${BASE:+ P2Z_BENCH_BASE=$BASE} contrib/bench/bench.sh"
 	echo "each measurement:"
 	echo "  po2zfs-emu create IMG --zone-size 96M|64M --zone-cap 80M|48M --zones $NR_ZONES --lba-size $LBA"
 	echo "    IMG: {npo2,po2}-{direct,mount}.img, npo2-writers-{direct,mount}.img"
@@ -724,6 +833,7 @@ report()
 	echo "  null:   p2z_nullfs MNT; the mount's dd commands on MNT/seq/0 (bound = null / (null + direct))"
 	echo "  direct: p2z_bench -o append|read -s $BS -n ${MIB}M [-t N]$([ "$FLUSH" = 1 ] && echo ' --flush') $DIO G-direct.img"
 	echo "  sizes:  the same with -s SIZE -n ${SIZE_MIB}M, dd bs=SIZE, on npo2-{direct,mount}.img"
+	echo "  qd:     fio --name=qd --filename=MNT/seq/1 --rw=randread --bs=4k --direct=1 --ioengine=io_uring --iodepth=QD --size=${QD_MIB}M --time_based --runtime=$QD_SECS --norandommap --randrepeat=0 (QD: ${QDS:-none}; MNT: npo2, null${BASE:+, base $BASE/po2zfs on its own npo2 image})"
 	echo "  ls:     po2zfs-emu create ls.img --zone-size 1M --zones $LS_ZONES; po2zfs ls.img MNT -f ${MOUNT_OPTS[*]}; ls -l MNT/seq > FILE; twice"
 	echo "  mount:  truncate -s 0 MNT/seq/I; dd if=/dev/zero of=MNT/seq/I oflag=append conv=$DD_CONV bs=$BS count=$COUNT"
 	echo "          dd if=MNT/seq/0 of=/dev/null iflag=direct bs=$BS count=$COUNT"

@@ -18,9 +18,9 @@
 # once. Per round, per I/O size:
 # a direct append to a freshly reset zone file, a direct read and a
 # buffered read of it (after drop_caches), every variant once, in an order
-# rotated every round. Raw passthrough has no append in fio: it writes
-# with Write commands (zonemode=zbd) and reads plainly, in commands of at
-# most the controller's transfer limit.
+# rotated every round, reversed every other round. Raw passthrough has no
+# append in fio: it writes with Write commands (zonemode=zbd) and reads
+# plainly, in commands of at most the controller's transfer limit.
 #
 # Prints progress as "P2Z-BENCH ..." lines, a result line (guest-lib.sh) per
 # mount and per fio job, "P2Z-RESULT <variant> <check> PASS|FAIL <seconds>s
@@ -28,10 +28,23 @@
 # the tables as "P2Z-TABLE ..." lines, then the fio JSON output and the
 # daemon logs as a base64 tar.gz between "P2Z-BENCH-JSON-BEGIN" and
 # "P2Z-BENCH-JSON-END".
+#
+# Parts (BENCH_PARTS): "qd1" is the above; "conc" the concurrency jobs of
+# issue 22 on the same mounts (fio randread 4k direct io_uring QD16 on one
+# zone file, 4 direct and 4 buffered psync readers on 4 zone files, 4
+# direct 128 KiB appenders on 4 zone files; p2z_nullfs at QD16, with and
+# without async direct I/O, as FUSE's bound); "blk" po2zfs-blk: fio on the
+# /dev/ublkbN of nsid 4 (npo2) against nsid 5's block device (po2, the
+# kernel's) and raw passthrough on nsid 4 (zones 12 and up), randread 4k
+# QD1 and QD16 and 4 sequential writers on 4 zones (zonemode=zbd). With
+# BENCH_BASE=1 a second build (/p2z/base) runs beside the measured one on
+# namespaces of its own (nsid 6 npo2, 7 po2, 8 npo2 for po2zfs-blk):
+# variants po2-base, npo2-base and blk-base, interleaved with the others.
 set -u
 BENCH_ROUNDS=3 BENCH_SIZES="1M 128K 4K" BENCH_MIB=64 BENCH_RAW=1
 BENCH_HOST=unknown BENCH_SOURCE=unknown BENCH_IMAGES=unknown BENCH_OPTS=
-BENCH_BUDGET=1500
+BENCH_BUDGET=1500 BENCH_PARTS="qd1 conc blk" BENCH_SECS=4 BENCH_CMIB=32
+BENCH_BASE=0 BENCH_BASE_SOURCE=
 # shellcheck source=/dev/null
 . /p2z/vm.conf
 # shellcheck source=../../tests/vm/guest-lib.sh
@@ -40,23 +53,31 @@ M=$((1024 * 1024))
 B=/tmp/bench
 J=$B/json
 RES=$B/results
-mkdir -p "$J" /mnt/zonefs /mnt/po2 /mnt/npo2 /mnt/null
+RES2=$B/results-conc
+mkdir -p "$J" /mnt/zonefs /mnt/po2 /mnt/npo2 /mnt/null /mnt/nulla \
+	/mnt/po2-base /mnt/npo2-base
 : >"$RES"
+: >"$RES2"
+has_part() { [[ " $BENCH_PARTS " == *" $1 "* ]]; }
 
 say() { echo "P2Z-BENCH $*"; }
 
 declare -A ZS PID
 results_init
 ns_map
-ZS=([1]=$((96 * M)) [2]=$((128 * M)) [3]=$((128 * M)))
-ns_show 1 2 3
+ZS=([1]=$((96 * M)) [2]=$((128 * M)) [3]=$((128 * M)) [4]=$((96 * M))
+	[5]=$((128 * M)) [6]=$((96 * M)) [7]=$((128 * M)) [8]=$((96 * M)))
+NNS=5
+[ "$BENCH_BASE" = 1 ] && NNS=8
+# shellcheck disable=SC2046
+ns_show $(seq $NNS)
 # Transfer limit of each namespace's queue, in whole LBAs: passthrough
 # commands must not exceed it. On 6.12 the hidden disk of an npo2
 # namespace keeps the block layer's default of 127 KiB.
 declare -A MAXT
-for n in 1 2 3; do
+for n in $(seq $NNS); do
 	# shellcheck disable=SC2017 # rounded down to whole 4 KiB LBAs
-	MAXT[$n]=$(($(ns_queue $n max_hw_sectors_kb || echo 124) / 4 * 4096))
+	MAXT[$n]=$(($(ns_queue "$n" max_hw_sectors_kb || echo 124) / 4 * 4096))
 done
 
 # ---- mounts ----
@@ -89,15 +110,15 @@ wait_mount() {
 	return 1
 }
 
-mount_po2zfs() { # variant nsid
-	local v=$1 ng=${NG[$2]:-} opts=()
+mount_po2zfs() { # variant nsid [binary]
+	local v=$1 ng=${NG[$2]:-} bin=${3:-po2zfs} opts=()
 
 	if [ -z "$ng" ]; then
 		result "$v" mount FAIL "no generic device for nsid $2"
 		return 1
 	fi
 	[ -z "$BENCH_OPTS" ] || opts=(-o "$BENCH_OPTS")
-	po2zfs "$ng" "/mnt/$v" -f "${opts[@]}" >"$B/daemon-$v.log" 2>&1 &
+	"$bin" "$ng" "/mnt/$v" -f "${opts[@]}" >"$B/daemon-$v.log" 2>&1 &
 	PID[$v]=$!
 	if wait_mount "$v"; then
 		result "$v" mount PASS "$ng"
@@ -107,20 +128,22 @@ mount_po2zfs() { # variant nsid
 	return 1
 }
 
-# FUSE alone, with the read-ahead po2zfs sets on its own mounts
-mount_null() {
-	local dev
+# FUSE alone, with the read-ahead po2zfs sets on its own mounts; variant
+# nulla: with FUSE_CAP_ASYNC_DIO (p2z_nullfs --async-dio)
+mount_null() { # [variant]
+	local v=${1:-null} dev a=()
 
-	p2z_nullfs /mnt/null >"$B/daemon-null.log" 2>&1 &
-	PID[null]=$!
-	if ! wait_mount null; then
-		result null mount FAIL "p2z_nullfs: $(tail -n 1 "$B/daemon-null.log")"
+	[ "$v" = null ] || a=(--async-dio)
+	p2z_nullfs "${a[@]}" "/mnt/$v" >"$B/daemon-$v.log" 2>&1 &
+	PID[$v]=$!
+	if ! wait_mount "$v"; then
+		result "$v" mount FAIL "p2z_nullfs: $(tail -n 1 "$B/daemon-$v.log")"
 		return 1
 	fi
-	result null mount PASS p2z_nullfs
-	dev=$(mountpoint -d /mnt/null)
+	result "$v" mount PASS "p2z_nullfs ${a[*]}"
+	dev=$(mountpoint -d "/mnt/$v")
 	echo 1024 >"/sys/class/bdi/$dev/read_ahead_kb" ||
-		say "null: read-ahead stays at the default"
+		say "$v: read-ahead stays at the default"
 }
 
 # ---- measurements ----
@@ -200,12 +223,165 @@ run_job() { # round variant op size index
 	fi
 }
 
-rotate() { # count word...
-	local n=$1
+# rotate ROUND COUNT WORD...: the words rotated by COUNT, and reversed in
+# odd rounds (A B .. B A): a variant and its base neighbour (po2,
+# po2-base) swap places every other round
+rotate() {
+	local r=$1 n=$2 w=() i
 
-	shift
+	shift 2
 	n=$((n % $#))
-	echo "${@:n+1}" "${@:1:n}"
+	w=("${@:n+1}" "${@:1:n}")
+	if ((r % 2)); then
+		for ((i = ${#w[@]} - 1; i >= 0; i--)); do printf '%s ' "${w[$i]}"; done
+		echo
+	else
+		echo "${w[@]}"
+	fi
+}
+
+# ---- concurrency (issue 22) and po2zfs-blk ----
+
+CM=$BENCH_CMIB
+# readers read zone files 4-7 (written once, CM MiB each), appenders
+# append to 11-14: the QD1 jobs use 0-2, raw passthrough zones 8-10
+READF="4 5 6 7"
+APPF="11 12 13 14"
+
+# fio_run ROUND VARIANT JOB SECTION BYTES FIO-ARGS...: one fio run (its
+# jobs reported as one group); "round variant job MiB/s clat_us" in $RES2,
+# and its result line: FAIL if fio failed or moved fewer than BYTES
+fio_run() {
+	local r=$1 v=$2 job=$3 sec=$4 want=$5 out n io mib clat
+
+	shift 5
+	out=$J/r$r-$v-$job.json
+	fio --output-format=json --output="$out" "$@" >"$out.err" 2>&1
+	n=$?
+	io=0 mib=0.000 clat=0
+	[ $n != 0 ] || read -r io mib clat < <(fio_result "$out" "$sec")
+	if [ $n = 0 ] && [ "${io:-0}" -ge "$want" ] && [ "$mib" != 0.000 ]; then
+		echo "$r $v $job $mib $clat" >>"$RES2"
+		result "$v" "r$r-$job" PASS "$mib MiB/s, clat $clat µs"
+	else
+		result "$v" "r$r-$job" FAIL "fio exit $n, ${io:-0} of $want bytes: $(grep -m1 -iE 'err|fail' "$out.err" | head -n 1)"
+		echo "$r $v $job err err" >>"$RES2"
+	fi
+}
+
+# the timed random reads: BENCH_SECS seconds over the first CM MiB
+RR=(--rw=randread --bs=4k --size="${CM}M" --time_based
+	--runtime="$BENCH_SECS" --norandommap --randrepeat=0)
+
+# conc_prep VARIANT: CM MiB in each reader's zone file
+conc_prep() {
+	local d=/mnt/$1/seq i
+
+	for i in $READF; do
+		truncate -s 0 "$d/$i" || return 1
+		if [[ $1 == null* ]]; then
+			truncate -s "${CM}M" "$d/$i" || return 1
+		else
+			dd if=/dev/zero of="$d/$i" bs=1M count="$CM" oflag=direct,append \
+				conv=notrunc status=none || return 1
+		fi
+	done
+}
+
+conc_job() { # round variant job
+	local r=$1 v=$2 job=$3 d=/mnt/$2/seq i a=()
+
+	case $job in
+	qd16)
+		fio_run "$r" "$v" "$job" read 1 "${RR[@]}" --direct=1 \
+			--ioengine=io_uring --iodepth=16 --name=qd16 \
+			--filename="$d/4"
+		;;
+	dr4 | br4)
+		[ "$job" = dr4 ] || echo 3 >/proc/sys/vm/drop_caches
+		for i in $READF; do a+=(--name="$job-$i" --filename="$d/$i"); done
+		fio_run "$r" "$v" "$job" read 1 "${RR[@]}" --ioengine=psync \
+			--direct="$([ "$job" = dr4 ] && echo 1 || echo 0)" \
+			--group_reporting "${a[@]}"
+		;;
+	ap4)
+		for i in $APPF; do
+			# a reset: the zone file is written fresh
+			truncate -s 0 "$d/$i" || say "truncate $d/$i failed"
+			a+=(--name="$job-$i" --filename="$d/$i")
+		done
+		fio_run "$r" "$v" "$job" write $((4 * CM * M)) --rw=write \
+			--bs=128k --direct=1 --ioengine=psync --file_append=1 \
+			--fallocate=none --size="${CM}M" --group_reporting "${a[@]}"
+		;;
+	esac
+}
+
+# po2zfs-blk: BDEV[variant] the device fio runs on
+declare -A BDEV
+Z=$((128 * M)) # po2 zone size of /dev/ublkbN and of nsid 5's disk
+
+# blk_add VARIANT NSID [BINARY]: po2zfs-blk add of the namespace
+blk_add() {
+	local v=$1 ng=${NG[$2]:-} bin=${3:-po2zfs-blk} out
+
+	if [ -z "$ng" ] || ! command -v "$bin" >/dev/null; then
+		result "$v" add FAIL "no generic device for nsid $2 or no $bin"
+		return 1
+	fi
+	out=$(timeout 60 "$bin" add "$ng" 2>&1 </dev/null)
+	for _ in $(seq 400); do
+		[ -b "$out" ] && break
+		sleep 0.05
+	done
+	if [ ! -b "$out" ]; then
+		result "$v" add FAIL "$bin add $ng: $out"
+		return 1
+	fi
+	BDEV[$v]=$out
+	result "$v" add PASS "$bin add $ng: $out"
+}
+
+# blk_prep VARIANT: CM MiB at the start of the read zone (zone 0, or 12 of
+# nsid 4 for raw passthrough)
+blk_prep() {
+	local v=$1 dev=${BDEV[$1]:-}
+
+	if [ "$v" = raw-blk ]; then
+		fio --name=prep --ioengine=io_uring_cmd --cmd_type=nvme \
+			--filename="${NG[4]}" --rw=write --zonemode=zbd --bs=64k \
+			--offset=$((12 * ZS[4])) --size="${ZS[4]}" \
+			--io_size="${CM}M" >"$B/prep-$v.log" 2>&1
+		return
+	fi
+	blkzone reset -o 0 -c 1 "$dev" &&
+		dd if=/dev/zero of="$dev" bs=1M count="$CM" oflag=direct status=none
+}
+
+blk_job() { # round variant job
+	local r=$1 v=$2 job=$3 dev=${BDEV[$2]:-} a=() i
+
+	case $job in
+	rr1 | rr16)
+		if [ "$v" = raw-blk ]; then
+			a=(--ioengine=io_uring_cmd --cmd_type=nvme
+				--filename="${NG[4]}" --offset=$((12 * ZS[4])))
+		else
+			a=(--ioengine=io_uring --direct=1 --filename="$dev")
+		fi
+		fio_run "$r" "$v" "$job" read 1 "${RR[@]}" "${a[@]}" \
+			--iodepth="${job#rr}" --name="$job"
+		;;
+	wr4)
+		blkzone reset -o $((4 * Z / 512)) -c 4 "$dev" ||
+			say "$v: zone reset failed"
+		for i in 4 5 6 7; do a+=(--name="wr-$i" --offset=$((i * Z))); done
+		fio_run "$r" "$v" "$job" write $((4 * CM * M)) --rw=write \
+			--bs=128k --direct=1 --ioengine=psync --zonemode=zbd \
+			--filename="$dev" --size="$Z" --io_size="${CM}M" \
+			--group_reporting "${a[@]}"
+		;;
+	esac
 }
 
 # ---- tables ----
@@ -357,16 +533,23 @@ table() {
 		"4 KiB LBAs; images on $BENCH_IMAGES"
 	echo "- zonefs on ns2's block device, po2zfs po2 on ns3's and npo2 on" \
 		"ns1's generic device, mounted together"
-	echo "- fio psync, QD1, $BENCH_MIB MiB per job, appends with" \
-		"file_append=1 direct=1 to a reset zone file; rounds:" \
-		"$BENCH_ROUNDS, variants interleaved; medians; a ratio is the median" \
-		"of the per-round ratios"
+	has_part blk && echo "- po2zfs-blk: ns4 npo2 96 MiB / 80 MiB" \
+		"(/dev/ublkbN, and raw passthrough), ns5 po2 128 MiB / 80 MiB" \
+		"(the kernel's block device)"
+	[ "$BENCH_BASE" = 1 ] && echo "- base build: $BENCH_BASE_SOURCE;" \
+		"its po2zfs npo2 on ns6, po2 on ns7, po2zfs-blk on ns8 (npo2)"
+	echo "- parts: $BENCH_PARTS"
+	has_part qd1 && echo "- QD1 part: fio psync, QD1, $BENCH_MIB MiB per" \
+		"job, appends with file_append=1 direct=1 to a reset zone file"
+	echo "- rounds: $BENCH_ROUNDS, variants interleaved; medians; a ratio" \
+		"is the median of the per-round ratios"
 	[ "$DONE" = "$BENCH_ROUNDS" ] ||
 		echo "- **only $DONE of $BENCH_ROUNDS rounds complete**: time" \
 			"budget of ${BENCH_BUDGET}s (P2Z_BENCH_TIMEOUT)"
-	n=$(grep -c ' err err$' "$RES")
+	n=$(cat "$RES" "$RES2" | grep -c ' err err$')
 	[ "$n" = 0 ] || echo "- **$n fio jobs failed** (see the console log);" \
 		"the medians leave them out"
+	has_part qd1 || return 0
 	echo
 	awk -v maxt="$((MAXT[3] / 1024)) KiB on ns3, $((MAXT[1] / 1024)) KiB on ns1" \
 		"$TABLE_AWK" "$RES"
@@ -385,13 +568,162 @@ table() {
 	done
 }
 
+# grid ROWS COLS [FILE]: a markdown table of the lines "round variant job
+# MiB/s clat_us" of FILE (default $RES2); ROWS "job|label;...", COLS
+# "spec|header;..." where spec is a variant (median MiB/s), a/b (median of
+# the per-round ratios of a to b) or variant@clat (median clat, µs)
+GRID_AWK=$(cat <<'EOF2'
+function med(list,    n, i, j, t, a) {
+	n = split(list, a, " ")
+	if (n == 0)
+		return ""
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
+			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+		}
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+function fmt(x) {
+	if (x == "")
+		return "-"
+	return x + 0 >= 100 ? sprintf("%.0f", x) : sprintf("%.1f", x)
+}
+function cell(spec, job,    ab, r, l) {
+	if (index(spec, "/")) {
+		split(spec, ab, "/")
+		l = ""
+		for (r = 1; r <= nr; r++)
+			if ((r, ab[1], job) in mib && (r, ab[2], job) in mib &&
+			    mib[r, ab[2], job] > 0)
+				l = l " " mib[r, ab[1], job] / mib[r, ab[2], job]
+		l = med(l)
+		return l == "" ? "-" : sprintf("%.2f", l)
+	}
+	if (index(spec, "@clat")) {
+		sub(/@clat$/, "", spec)
+		return fmt(med(cv[spec, job]))
+	}
+	return fmt(med(mv[spec, job]))
+}
+$4 != "err" {
+	mib[$1, $2, $3] = $4
+	mv[$2, $3] = mv[$2, $3] " " $4
+	cv[$2, $3] = cv[$2, $3] " " $5
+}
+{ if ($1 > nr) nr = $1 }
+END {
+	nrow = split(rows, R, ";"); ncol = split(cols, C, ";")
+	line = "| job |"; sep = "|---|"
+	for (c = 1; c <= ncol; c++) {
+		split(C[c], h, "|"); line = line " " h[2] " |"; sep = sep "---|"
+	}
+	print line; print sep
+	for (i = 1; i <= nrow; i++) {
+		split(R[i], rr, "|")
+		line = "| " rr[2] " |"
+		for (c = 1; c <= ncol; c++) {
+			split(C[c], h, "|"); line = line " " cell(h[1], rr[1]) " |"
+		}
+		print line
+	}
+}
+EOF2
+)
+
+grid() { # rows cols [file]
+	awk -v rows="$1" -v cols="$2" "$GRID_AWK" "${3:-$RES2}"
+}
+
+CROWS="qd16|randread 4k direct, io_uring QD16, one file"
+CROWS+=";dr4|randread 4k direct, 4 psync jobs, 4 zones"
+CROWS+=";br4|randread 4k buffered, 4 psync jobs, 4 zones"
+CROWS+=";ap4|append 128k direct, 4 psync jobs, 4 zones"
+BROWS="rr1|randread 4k direct, io_uring QD1"
+BROWS+=";rr16|randread 4k direct, io_uring QD16"
+BROWS+=";wr4|write 128k, 4 psync jobs, 4 zones (zbd)"
+
+conc_table() {
+	echo
+	echo "Concurrency (issue 22): fio, ${BENCH_SECS} s per reader job over" \
+		"the first $CM MiB of a zone file; appenders $CM MiB per zone" \
+		"file, reset first; MiB/s medians, ratios the median of the" \
+		"per-round ratios:"
+	echo
+	grid "$CROWS" "zonefs|zonefs;po2|po2zfs po2;po2/zonefs|ratio;npo2|po2zfs npo2;npo2/zonefs|ratio;npo2/po2|npo2 / po2"
+	echo
+	echo "FUSE's bound at QD16 (p2z_nullfs, the same job; null: po2zfs's" \
+		"settings, no async direct I/O; null adio: with" \
+		"FUSE_CAP_ASYNC_DIO), MiB/s and ratios:"
+	echo
+	grid "${CROWS%%;*}" "null|null;null/zonefs|null / zonefs;nulla|null adio;nulla/zonefs|null adio / zonefs;po2/null|po2zfs po2 / null;po2/nulla|po2zfs po2 / null adio"
+	echo
+	echo "Completion latency per request (fio clat mean, µs, median of the rounds):"
+	echo
+	grid "$CROWS" "zonefs@clat|zonefs;po2@clat|po2zfs po2;npo2@clat|po2zfs npo2;null@clat|null;nulla@clat|null adio"
+}
+
+blk_table() {
+	local c
+
+	echo
+	echo "po2zfs-blk: fio on ${BDEV[blk]:-/dev/ublkbN} (po2zfs-blk on" \
+		"nsid 4, npo2) against nsid 5's block device" \
+		"(${BDEV[kdev]:-none}, po2, the kernel's) and raw passthrough" \
+		"(io_uring_cmd) on nsid 4's zone 12; reads ${BENCH_SECS} s over" \
+		"the first $CM MiB of a zone, writers $CM MiB per zone; MiB/s" \
+		"medians:"
+	echo
+	c="raw-blk|raw passthrough npo2;kdev|kernel block device po2"
+	c+=";blk|po2zfs-blk npo2;blk/kdev|ublk / kernel;blk/raw-blk|ublk / raw"
+	c+=";blk@clat|ublk clat µs;kdev@clat|kernel clat µs"
+	grid "$BROWS" "$c"
+}
+
+# the measured build against the base, side by side: every job of every
+# part that ran
+ab_table() {
+	local rows="" bs op c
+
+	[ "$BENCH_BASE" = 1 ] || return 0
+	echo
+	echo "A/B in this run: the measured build against the base" \
+		"($BENCH_BASE_SOURCE), on namespaces of their own, interleaved;" \
+		"MiB/s medians, new / base the median of the per-round ratios:"
+	echo
+	c="po2-base|po2 base;po2|po2 new;po2/po2-base|new / base"
+	c+=";npo2-base|npo2 base;npo2|npo2 new;npo2/npo2-base|new / base"
+	if has_part qd1; then
+		for bs in $BENCH_SIZES; do
+			for op in append dread bread; do
+				rows+=";$op-$bs|QD1 $op $bs"
+			done
+		done
+		awk '{ print $1, $2, $3 "-" $4, $5, $6 }' "$RES" >"$B/results-qd1"
+		grid "${rows#;}" "$c" "$B/results-qd1"
+		echo
+	fi
+	if has_part conc; then
+		grid "$CROWS" "$c"
+		echo
+	fi
+	if has_part blk; then
+		grid "$BROWS" "blk-base|ublk base;blk|ublk new;blk/blk-base|new / base;kdev|kernel block device"
+	fi
+}
+
 # ---- main ----
 
 VARS=()
 : >"$B/ls"
 mount_zonefs && VARS+=(zonefs)
+# a base variant next to its counterpart: rotate() swaps them every
+# other round
 mount_po2zfs po2 3 && VARS+=(po2)
+[ "$BENCH_BASE" = 1 ] && mount_po2zfs po2-base 7 /p2z/base/po2zfs &&
+	VARS+=(po2-base)
 mount_po2zfs npo2 1 && VARS+=(npo2)
+[ "$BENCH_BASE" = 1 ] && mount_po2zfs npo2-base 6 /p2z/base/po2zfs &&
+	VARS+=(npo2-base)
 for v in "${VARS[@]}"; do
 	echo "first $v $(ms ls -l "/mnt/$v/seq/")" >>"$B/ls"
 done
@@ -400,7 +732,35 @@ if [ "$BENCH_RAW" = 1 ]; then
 	[ -n "${NG[3]:-}" ] && VARS+=(raw-po2)
 	[ -n "${NG[1]:-}" ] && VARS+=(raw-npo2)
 fi
+CVARS=() BVARS=()
+if has_part conc; then
+	mount_null nulla && VARS+=(nulla)
+	for v in "${VARS[@]}"; do
+		[[ $v != raw-* ]] || continue
+		if conc_prep "$v"; then
+			CVARS+=("$v")
+		else
+			result "$v" conc-prep FAIL "$CM MiB into seq/{${READF// /,}}"
+		fi
+	done
+fi
+if has_part blk; then
+	if [ -c /dev/ublk-control ]; then
+		blk_add blk 4 && BVARS+=(blk)
+		[ "$BENCH_BASE" = 1 ] && blk_add blk-base 8 /p2z/base/po2zfs-blk &&
+			BVARS+=(blk-base)
+	else
+		result blk add FAIL "no /dev/ublk-control"
+	fi
+	BDEV[kdev]=/dev/${DISK[5]:-none}
+	[ -b "${BDEV[kdev]}" ] && BVARS+=(kdev)
+	[ -n "${NG[4]:-}" ] && BVARS+=(raw-blk)
+	for v in "${BVARS[@]}"; do
+		blk_prep "$v" || result "$v" blk-prep FAIL "$CM MiB into the read zone"
+	done
+fi
 say "variants: ${VARS[*]}; sizes: $BENCH_SIZES; rounds: $BENCH_ROUNDS; ${BENCH_MIB} MiB per job"
+say "parts: $BENCH_PARTS; concurrency: ${CVARS[*]}; po2zfs-blk: ${BVARS[*]}"
 
 SECONDS=0
 result_start
@@ -414,18 +774,41 @@ for r in $(seq "$BENCH_ROUNDS"); do
 	fi
 	k=0
 	for bs in $BENCH_SIZES; do
+		has_part qd1 || break
 		for op in append dread bread; do
 			# shellcheck disable=SC2046
-			for v in $(rotate $((r + k)) "${VARS[@]}"); do
+			for v in $(rotate "$r" $((r + k)) "${VARS[@]}"); do
 				[ "$op" != bread ] || [[ $v != raw-* ]] || continue
+				[ "$v" != nulla ] || continue
 				[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 4
 				run_job "$r" "$v" $op "$bs" $k
 			done
 		done
 		k=$((k + 1))
 	done
+	for job in qd16 dr4 br4 ap4; do
+		[ ${#CVARS[@]} -gt 0 ] || break
+		# shellcheck disable=SC2046
+		for v in $(rotate "$r" $((r + k)) "${CVARS[@]}"); do
+			[[ $v != null* ]] || [ $job = qd16 ] || continue
+			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
+			conc_job "$r" "$v" $job
+		done
+		k=$((k + 1))
+	done
+	for job in rr1 rr16 wr4; do
+		[ ${#BVARS[@]} -gt 0 ] || break
+		# shellcheck disable=SC2046
+		for v in $(rotate "$r" $((r + k)) "${BVARS[@]}"); do
+			[ "$v" != raw-blk ] || [ $job != wr4 ] || continue
+			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
+			blk_job "$r" "$v" $job
+		done
+		k=$((k + 1))
+	done
 	for v in "${VARS[@]}"; do
-		[[ $v == raw-* || $v == null ]] || echo "again $v $(ms ls -l "/mnt/$v/seq/")" >>"$B/ls"
+		has_part qd1 || break
+		[[ $v == raw-* || $v == null* ]] || echo "again $v $(ms ls -l "/mnt/$v/seq/")" >>"$B/ls"
 	done
 	DONE=$r
 	say "round $r done, ${SECONDS}s"
@@ -465,15 +848,28 @@ stats_table() {
 	done
 }
 
-{ table; stats_table; } | sed 's/^/P2Z-TABLE /'
+{
+	table
+	has_part conc && conc_table
+	has_part blk && blk_table
+	ab_table
+	has_part qd1 && stats_table
+} | sed 's/^/P2Z-TABLE /'
 
-for v in po2 npo2 null; do
+for v in blk blk-base; do
+	[ -n "${BDEV[$v]:-}" ] || continue
+	b=po2zfs-blk
+	[ $v = blk ] || b=/p2z/base/po2zfs-blk
+	timeout 60 "$b" del "${BDEV[$v]#/dev/ublkb}" </dev/null ||
+		say "$b del ${BDEV[$v]} failed"
+done
+for v in po2 npo2 po2-base npo2-base null nulla; do
 	mountpoint -q "/mnt/$v" || continue
 	umount "/mnt/$v" || say "umount /mnt/$v failed"
 	wait "${PID[$v]}" || say "po2zfs ($v) exited with $?"
 done
 mountpoint -q /mnt/zonefs && umount /mnt/zonefs
-cp "$RES" "$B/ls" "$J/"
+cp "$RES" "$RES2" "$B/ls" "$J/"
 cp "$B"/daemon-*.log "$J/" 2>/dev/null
 echo "P2Z-BENCH-JSON-BEGIN"
 tar -C "$B" -czf - json | base64

@@ -21,6 +21,16 @@
 #   P2Z_BENCH_SIZES    I/O sizes (default "1M 128K 4K")
 #   P2Z_BENCH_MIB      MiB per job (default 64, at most 80)
 #   P2Z_BENCH_RAW      0: no raw passthrough jobs (default 1)
+#   P2Z_BENCH_PARTS    which parts run (default "qd1 conc blk"): qd1 the
+#                      QD1 jobs per size, conc the concurrency jobs (QD16,
+#                      4 readers, 4 appenders), blk po2zfs-blk against the
+#                      kernel's block device and raw passthrough
+#   P2Z_BENCH_SECS     seconds per timed reader job of conc and blk
+#                      (default 4)
+#   P2Z_BENCH_CONC_MIB MiB per zone of conc and blk (default 32)
+#   P2Z_BENCH_BASE     a second build tree (with po2zfs, po2zfs-blk)
+#                      measured beside P2Z_BUILD's in the same boot, on
+#                      namespaces of its own, interleaved: the A/B table
 #   P2Z_BENCH_OPTS     po2zfs -o options for both mounts (default none)
 #   P2Z_BENCH_KERNEL   Debian kernel (default 6.12)
 #   P2Z_BENCH_WORK     work dir (default /tmp/po2zfs-gbench)
@@ -47,6 +57,11 @@ rounds=${P2Z_BENCH_ROUNDS:-3}
 sizes=${P2Z_BENCH_SIZES:-1M 128K 4K}
 mib=${P2Z_BENCH_MIB:-64}
 raw=${P2Z_BENCH_RAW:-1}
+parts=${P2Z_BENCH_PARTS:-qd1 conc blk}
+secs=${P2Z_BENCH_SECS:-4}
+cmib=${P2Z_BENCH_CONC_MIB:-32}
+base=${P2Z_BENCH_BASE:-}
+nsz="96M 128M 128M 96M 128M"
 
 case "$*" in
 -h | --help) sed -n '4,/^set -uo/p' "$0" | sed '$d'; exit 0 ;;
@@ -56,21 +71,38 @@ esac
 . "$vm/lib.sh"
 
 [[ $rounds =~ ^[1-9][0-9]*$ ]] || die "P2Z_BENCH_ROUNDS: not a count: $rounds"
-[[ $mib =~ ^[1-9][0-9]*$ ]] && [ "$mib" -le 80 ] ||
+if ! [[ $mib =~ ^[1-9][0-9]*$ ]] || [ "$mib" -gt 80 ]; then
 	die "P2Z_BENCH_MIB: 1 to 80 (the zone capacity), not $mib"
+fi
+[[ $secs =~ ^[1-9][0-9]*$ ]] || die "P2Z_BENCH_SECS: not a count: $secs"
+if ! [[ $cmib =~ ^[1-9][0-9]*$ ]] || [ "$cmib" -gt 80 ]; then
+	die "P2Z_BENCH_CONC_MIB: 1 to 80 (the zone capacity), not $cmib"
+fi
+for s in $parts; do
+	case $s in qd1 | conc | blk) ;; *) die "P2Z_BENCH_PARTS: no part $s" ;; esac
+done
+if [ -n "$base" ]; then
+	[ -x "$base/po2zfs" ] || die "P2Z_BENCH_BASE: no po2zfs in $base"
+	nsz="$nsz 96M 128M 96M"
+fi
 for s in $sizes; do
-	[[ $s =~ ^[1-9][0-9]*[KM]$ ]] && [ $((mib * 1024 * 1024 % $(numfmt --from=iec "$s"))) = 0 ] ||
+	if ! [[ $s =~ ^[1-9][0-9]*[KM]$ ]] ||
+		[ $((mib * 1024 * 1024 % $(numfmt --from=iec "$s"))) != 0 ]; then
 		die "P2Z_BENCH_SIZES: $s is not a size like 4K or 1M dividing $mib MiB"
+	fi
 done
 
-# One controller, three ZNS namespaces of 16 zones, 4 KiB LBAs, 80 MiB
-# capacity (nsid order): npo2 96 MiB zones, twice po2 128 MiB zones. No
-# open or active limits; appends up to the transfer limit (ZASL = MDTS).
+# One controller, ZNS namespaces of 16 zones, 4 KiB LBAs, 80 MiB capacity
+# (nsid order, $nsz): npo2 96 MiB zones (po2zfs), po2 128 MiB (zonefs),
+# po2 (po2zfs), npo2 (po2zfs-blk), po2 (the kernel's block device); with
+# a base build three more: npo2, po2 (its po2zfs), npo2 (its
+# po2zfs-blk). No open or active limits; appends up to the transfer limit
+# (ZASL = MDTS).
 bench_nvme_args() { # image dir
 	local dir=$1 n=0 zs
 
 	echo -device nvme,serial=po2zfsbench,id=nvme0
-	for zs in 96M 128M 128M; do
+	for zs in $nsz; do
 		n=$((n + 1))
 		truncate -s $(($(numfmt --from=iec "$zs") * 16)) "$dir/ns$n.img"
 		echo -drive "file=$dir/ns$n.img,id=ns$n,format=raw,if=none"
@@ -91,17 +123,17 @@ host_info() {
 # What is measured: "<git describe of $build's source tree now> (<build
 # dir>, binary <sha256 prefix>)". The tree may have moved on since the
 # build; the hash tells two binaries apart.
-source_info() {
-	local src d sum
+source_info() { # [build dir]
+	local b=${1:-$build} src d sum
 
-	src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$build/CMakeCache.txt" 2>/dev/null)
+	src=$(sed -n 's/^CMAKE_HOME_DIRECTORY:INTERNAL=//p' "$b/CMakeCache.txt" 2>/dev/null)
 	d=$(git -C "${src:-$top}" describe --always --dirty 2>/dev/null)
-	sum=$(sha256sum "$build/po2zfs" | cut -c1-12)
-	echo "${d:-unknown} ($build, binary $sum)"
+	sum=$(sha256sum "$b/po2zfs" | cut -c1-12)
+	echo "${d:-unknown} ($b, binary $sum)"
 }
 
 main() {
-	local kroot kver log imgdir root rc
+	local kroot kver log imgdir root rc b d
 
 	install_host_pkgs
 	mkdir -p "$work" || die "cannot create $work"
@@ -120,27 +152,40 @@ main() {
 	vm_base_root "$root" "$bench/guest-bench-vm.sh"
 	cp "$work/bin/p2z_nullfs" "$root/p2z/bin/" || die "no p2z_nullfs"
 	copy_libs "$root" "$work/bin/p2z_nullfs"
+	# "<guest dir>:<binary>": the base build's go to /p2z/base
+	for b in "build:$build/po2zfs-blk" \
+		${base:+"base:$base/po2zfs" "base:$base/po2zfs-blk"}; do
+		d=$root/p2z/${b%%:*} b=${b#*:}
+		[ -x "$b" ] || { say "no $b: its rows stay empty" >&2; continue; }
+		mkdir -p "$d" || die "cannot create $d"
+		cp "$b" "$d/" || die "cannot copy $b"
+		copy_libs "$root" "$b"
+	done
 	build_zonefs_sb "$root" || die "no zonefs super block"
-	mkdir -p "$images" && imgdir=$(mktemp -d "$images/po2zfs-gbench.XXXXXX") ||
+	mkdir -p "$images" || die "cannot create $images"
+	imgdir=$(mktemp -d "$images/po2zfs-gbench.XXXXXX") ||
 		die "cannot create a directory in $images"
 	# shellcheck disable=SC2064
 	trap "rm -rf '$imgdir'" EXIT
 	{
-		echo "P2Z_VM_NNS=3"
+		echo "P2Z_VM_NNS=$(wc -w <<<"$nsz")"
 		printf 'BENCH_%s=%q\n' ROUNDS "$rounds" SIZES "$sizes" \
 			MIB "$mib" RAW "$raw" OPTS "${P2Z_BENCH_OPTS:-}" \
+			PARTS "$parts" SECS "$secs" CMIB "$cmib" \
+			BASE "$([ -n "$base" ] && echo 1 || echo 0)" \
+			BASE_SOURCE "$([ -z "$base" ] || source_info "$base")" \
 			BUDGET $((tmo * 3 / 4)) \
 			HOST "$(host_info)" SOURCE "$(source_info)" \
 			IMAGES "$(stat -f -c %T "$imgdir")"
 	} >"$root/p2z/vm.conf"
 	vm_pack "$root" "$work/base.cpio" || die "initramfs did not build"
 	mkdir -p "$work/$kver"
-	build_modules_cpio "$kroot" "$work/$kver/mods.cpio" nvme fuse zonefs ||
+	build_modules_cpio "$kroot" "$work/$kver/mods.cpio" nvme fuse zonefs ublk_drv ||
 		die "modules of $kver"
 	cat "$work/base.cpio" "$work/$kver/mods.cpio" >"$work/$kver/initrd"
 
 	log=$work/$kver/console.log
-	say "booting $kver, $rounds rounds of $sizes (log: $log)" >&2
+	say "booting $kver, $rounds rounds of $parts${base:+, base $base} (log: $log)" >&2
 	SECONDS=0
 	boot_guest "$kroot" "$work/$kver/initrd" "$log" bench_nvme_args \
 		"$imgdir" | grep -av '^P2Z-TABLE' >&2

@@ -9,7 +9,11 @@
  * po2zfs lets the kernel cache them for files without writers. What a job
  * costs here is what FUSE and the kernel cost before po2zfs does any work.
  *
- *   p2z_nullfs MOUNTPOINT     (foreground; fusermount3 -u to stop)
+ *   p2z_nullfs [--async-dio] MOUNTPOINT   (foreground; fusermount3 -u to stop)
+ *
+ * --async-dio keeps FUSE_CAP_ASYNC_DIO on: the kernel then sends an
+ * asynchronous submitter's direct requests together (the bound of a
+ * daemon that takes them, issue 22).
  */
 #define FUSE_USE_VERSION 314
 #include <errno.h>
@@ -27,6 +31,7 @@
 #define MAX_IO (1U << 20)
 
 static off_t sizes[NR_FILES];
+static int async_dio;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static char zeros[MAX_IO];
 
@@ -144,8 +149,11 @@ static void null_init(void *userdata, struct fuse_conn_info *conn)
 {
 	(void)userdata;
 	conn->max_write = MAX_IO;
-	conn->want &= ~(FUSE_CAP_ASYNC_DIO | FUSE_CAP_WRITEBACK_CACHE |
-			FUSE_CAP_SPLICE_READ);
+	conn->want &= ~(FUSE_CAP_WRITEBACK_CACHE | FUSE_CAP_SPLICE_READ);
+	if (async_dio && (conn->capable & FUSE_CAP_ASYNC_DIO))
+		conn->want |= FUSE_CAP_ASYNC_DIO;
+	else
+		conn->want &= ~FUSE_CAP_ASYNC_DIO;
 }
 
 static const struct fuse_lowlevel_ops null_ops = {
@@ -167,13 +175,16 @@ int main(int argc, char **argv)
 	struct fuse_session *se;
 	int ret = 1;
 
-	if (argc != 2) {
-		fprintf(stderr, "usage: %s MOUNTPOINT\n", argv[0]);
+	if (argc == 3 && !strcmp(argv[1], "--async-dio"))
+		async_dio = 1;
+	if (argc != 2 + async_dio) {
+		fprintf(stderr, "usage: %s [--async-dio] MOUNTPOINT\n",
+			argv[0]);
 		return 2;
 	}
 	se = fuse_session_new(&args, &null_ops, sizeof(null_ops), NULL);
 	if (!se || fuse_set_signal_handlers(se) ||
-	    fuse_session_mount(se, argv[1]))
+	    fuse_session_mount(se, argv[1 + async_dio]))
 		return 1;
 	cfg = fuse_loop_cfg_create();
 	if (cfg) {
