@@ -377,7 +377,8 @@ check_bench_depth() { # cfg dev
 		fio --name=b --output-format=json --output=/tmp/bw.json \
 			--filename="$dev" --direct=1 --ioengine=psync \
 			--zonemode=zbd --rw=write --bs=128k --numjobs=4 \
-			--offset=$((12 * Z)) --offset_increment=$Z --size=$((32 * M)) \
+			--offset=$((12 * Z)) --offset_increment=$Z --size=$Z \
+			--io_size=$((32 * M)) \
 			--group_reporting >/dev/null 2>&1 &&
 			fio_result /tmp/bw.json write | awk '{ printf "%.1f\n", $2 }'
 	done | sort -n | sed -n 2p)
