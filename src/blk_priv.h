@@ -92,6 +92,7 @@ struct p2z_blk_tag {
  * @bufs: one buffer of blk->buf_bytes per tag
  * @tags: one per tag
  * @dq: the device queue the requests go through (owned by @thread)
+ * @busy: requests taken from the kernel and not committed yet
  * @thread: the thread serving the queue
  * @ret: why the thread ended (0: the device stopped)
  */
@@ -104,6 +105,7 @@ struct p2z_blk_queue {
 	char *bufs;
 	struct p2z_blk_tag *tags;
 	struct p2z_dev_queue *dq;
+	unsigned int busy;
 	pthread_t thread;
 	int ret;
 };

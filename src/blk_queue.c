@@ -80,6 +80,7 @@ static void p2z_blk_queue_ready(struct p2z_blk *blk, bool ok)
 void p2z_blk_queue_commit(struct p2z_blk_queue *q, unsigned int tag, int res,
 			  uint64_t zone_lba)
 {
+	q->busy--;
 	__atomic_sub_fetch(&q->blk->inflight, 1, __ATOMIC_RELAXED);
 	__atomic_add_fetch(&q->blk->nr_served, 1, __ATOMIC_RELAXED);
 	p2z_blk_queue_sqe(q, tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, res,
@@ -126,6 +127,22 @@ static void p2z_blk_queue_arm(struct p2z_blk_queue *q)
 	sqe->user_data = P2Z_BLK_UD_EVENT;
 }
 
+/*
+ * One request held, at the device, and no ublk completion waiting: wait on
+ * the device itself, as a synchronous server would (its completion then
+ * skips the eventfd's trip through the ring). A request arriving meanwhile
+ * waits for that completion at most; with two or more held, the ring waits
+ * for both kinds.
+ */
+static void p2z_blk_queue_wait_one(struct p2z_blk_queue *q)
+{
+	if (q->busy != 1 || p2z_dev_queue_inflight(q->dq) != 1 ||
+	    io_uring_cq_ready(&q->ring))
+		return;
+	io_uring_submit(&q->ring);
+	p2z_dev_queue_reap(q->dq, 1);
+}
+
 /* Serve completions until every tag is aborted (the device stopped). */
 static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 {
@@ -137,6 +154,7 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 	p2z_blk_queue_arm(q);
 
 	while (live) {
+		p2z_blk_queue_wait_one(q);
 		ret = io_uring_submit_and_wait(&q->ring, 1);
 		if (ret < 0 && ret != -EINTR)
 			return ret;
@@ -159,6 +177,7 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 				live--;
 				continue;
 			}
+			q->busy++;
 			p2z_blk_queue_taken(q->blk);
 			p2z_blk_handle(q, tag);
 		}
