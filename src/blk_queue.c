@@ -9,7 +9,9 @@
  * device queue's eventfd is polled on the same ring (user_data
  * P2Z_BLK_UD_EVENT; a tag's commands carry the tag), and when it fires the
  * thread reaps the device queue, whose end_io calls commit the tags
- * (COMMIT_AND_FETCH; an append's landing sector in zone_append_lba). Zone
+ * (COMMIT_AND_FETCH; an append's landing sector in zone_append_lba); a
+ * queue holding a single request, at the device, waits on the device
+ * queue itself instead (p2z_blk_queue_wait_one(): QD1 latency). Zone
  * operations and reports are served synchronously after the zone's writes
  * in flight completed.
  *
