@@ -285,12 +285,11 @@ check_fio_verify() { # cfg dev
 # fio at depth with verify: zones 0-2 written by libaio at QD16 (zone
 # write plugging keeps one write per zone at the device) and verified
 # (crc32c) while a QD16 io_uring random reader reads zones 8-9 (written
-# before, compared after). Not io_uring for the writer: its first, NOWAIT
-# attempt of a write that the zone's plug holds fails with EAGAIN and is
-# retried later from a worker, behind the next write, which the 6.12 block
-# layer then fails with EIO (not at the plug's write pointer) before it
-# reaches the device: seen 1 run in 5 on /dev/ublkb0 with no failed write
-# at the server. then 4 psync writers in zbd mode on zones 12-15, each
+# before, compared after). Not io_uring for the writer: with it, fio saw
+# EIO for a write 1 run in 5 on /dev/ublkb0 while the server failed no
+# write and logged nothing, so the block layer failed it before it reached
+# the server (likely io_uring's NOWAIT attempt retried from a worker behind
+# the zone's next write, which zone write plugging then refuses). then 4 psync writers in zbd mode on zones 12-15, each
 # verified. Each: fio exit 0, all bytes written and read, no verify error.
 check_fio_depth() { # cfg dev
 	local cfg=$1 dev=$2 r rr w rd why='' z
