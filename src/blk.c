@@ -196,3 +196,45 @@ bool p2z_blk_stop_is_refused(bool busy, unsigned int nr_refused)
 {
 	return busy && !nr_refused;
 }
+
+int p2z_blk_gate_enter(uint32_t cur, enum p2z_blk_gate_kind kind,
+		       uint32_t *next)
+{
+	switch (kind) {
+	case P2Z_BLK_GATE_WRITE:
+		if (cur & P2Z_BLK_GATE_WRITES)
+			return -EBUSY;
+		*next = cur + (1U << P2Z_BLK_GATE_WRITE_SHIFT);
+		return 0;
+	case P2Z_BLK_GATE_APPEND:
+		if (cur & P2Z_BLK_GATE_SPLIT ||
+		    (cur & P2Z_BLK_GATE_APPENDS) == P2Z_BLK_GATE_APPENDS)
+			return -EBUSY;
+		*next = cur + 1;
+		return 0;
+	case P2Z_BLK_GATE_APPEND_SPLIT:
+		if (cur & (P2Z_BLK_GATE_SPLIT | P2Z_BLK_GATE_APPENDS))
+			return -EBUSY;
+		*next = cur | P2Z_BLK_GATE_SPLIT | 1;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+uint32_t p2z_blk_gate_leave(uint32_t cur, enum p2z_blk_gate_kind kind)
+{
+	switch (kind) {
+	case P2Z_BLK_GATE_WRITE:
+		return cur - (1U << P2Z_BLK_GATE_WRITE_SHIFT);
+	case P2Z_BLK_GATE_APPEND:
+		return cur - 1;
+	case P2Z_BLK_GATE_APPEND_SPLIT:
+		return (cur & ~P2Z_BLK_GATE_SPLIT) - 1;
+	}
+	return cur;
+}
+
+bool p2z_blk_gate_idle(uint32_t cur)
+{
+	return !(cur & (P2Z_BLK_GATE_WRITES | P2Z_BLK_GATE_APPENDS));
+}

@@ -36,15 +36,51 @@
  * @wp_ofs: written LBAs from the zone start (atomic: read by every queue,
  *	    written by the one serving the zone's write)
  * @cap_lba: capacity
+ * @gate: writes and appends of the zone in flight, on every queue (atomic;
+ *	  p2z_blk_gate_enter())
  * @type: enum p2z_zone_type
  */
 struct p2z_blk_zone {
 	uint64_t wp_ofs;
 	uint64_t cap_lba;
+	uint32_t gate;
 	uint8_t type;
 };
 
 struct p2z_blk;
+struct p2z_blk_queue;
+
+/* The ring's user_data: a tag (ublk commands), or this: the eventfd poll */
+#define P2Z_BLK_UD_EVENT (1ULL << 63)
+/* p2z_blk_tag.gate of a request outside any zone gate */
+#define P2Z_BLK_GATE_NONE (-1)
+
+/**
+ * struct p2z_blk_tag - one tag's request while the device serves it
+ * @io: its device request (first: end_io finds the tag from it)
+ * @q: its queue
+ * @tag: its tag
+ * @gate: the enum p2z_blk_gate_kind it holds of its zone, or
+ *	  P2Z_BLK_GATE_NONE
+ * @zidx: its zone (writes, appends)
+ * @ofs: a read's first byte, po2 address
+ * @len: a read's bytes
+ * @done: bytes of the read done
+ * @piece: bytes of the po2 piece the read's @io covers (the rest zeros)
+ * @zone_ofs: a write's byte offset in its zone
+ */
+struct p2z_blk_tag {
+	struct p2z_io io;
+	struct p2z_blk_queue *q;
+	unsigned int tag;
+	int gate;
+	uint64_t zidx;
+	uint64_t ofs;
+	uint64_t len;
+	uint64_t done;
+	uint64_t piece;
+	uint64_t zone_ofs;
+};
 
 /**
  * struct p2z_blk_queue - one hardware queue of the ublk device
@@ -54,6 +90,9 @@ struct p2z_blk;
  * @iods: the kernel's request descriptors (mmap of /dev/ublkcN)
  * @iods_len: bytes mapped
  * @bufs: one buffer of blk->buf_bytes per tag
+ * @tags: one per tag
+ * @dq: the device queue the requests go through (owned by @thread)
+ * @busy: requests taken from the kernel and not committed yet
  * @thread: the thread serving the queue
  * @ret: why the thread ended (0: the device stopped)
  */
@@ -64,6 +103,9 @@ struct p2z_blk_queue {
 	const struct ublksrv_io_desc *iods;
 	size_t iods_len;
 	char *bufs;
+	struct p2z_blk_tag *tags;
+	struct p2z_dev_queue *dq;
+	unsigned int busy;
 	pthread_t thread;
 	int ret;
 };
@@ -83,6 +125,10 @@ struct p2z_blk_queue {
  * @queues: the queues
  * @lock: guards @nr_ready, @nr_failed
  * @ready: signalled when a queue fetched all its tags, or failed to
+ * @inflight: requests taken from the kernel and not committed, all queues
+ *	      (atomic)
+ * @max_inflight: the most @inflight has been (atomic; logged at stop)
+ * @nr_served: requests committed (atomic)
  */
 struct p2z_blk {
 	struct p2z_dev *dev;
@@ -99,6 +145,9 @@ struct p2z_blk {
 	pthread_mutex_t lock;
 	pthread_cond_t ready;
 	unsigned int nr_ready, nr_failed;
+	unsigned int inflight;
+	unsigned int max_inflight;
+	uint64_t nr_served;
 };
 
 /* blk_ctrl.c */
@@ -214,9 +263,33 @@ int p2z_blk_queues_start(struct p2z_blk *blk, unsigned int *started);
 
 /**
  * p2z_blk_queues_stop() - join the @started queue threads
+ *
+ * Each thread ends once the kernel aborted all its tags, which it does only
+ * after every request was committed, and closes its device queue (which
+ * waits for anything still there) before it ends.
+ *
  * Return: why the first that failed ended (-errno), or 0.
  */
 int p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started);
+
+/**
+ * p2z_blk_queue_commit() - complete a tag: COMMIT_AND_FETCH on the queue's
+ * ring (submitted with the next batch)
+ * @q: the queue, on its own thread
+ * @tag: the tag
+ * @res: bytes, 0 or -errno
+ * @zone_lba: where a zone append landed (sectors), else 0
+ */
+void p2z_blk_queue_commit(struct p2z_blk_queue *q, unsigned int tag, int res,
+			  uint64_t zone_lba);
+
+/**
+ * p2z_blk_queue_wait() - let completions happen while a request waits for
+ * its zone: submit the commits made so far, reap this queue's device
+ * completions (other queues reap theirs), waiting 1 ms at most
+ * @q: the queue, on its own thread
+ */
+void p2z_blk_queue_wait(struct p2z_blk_queue *q);
 
 /* blk_zoned.c */
 
@@ -227,14 +300,15 @@ int p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started);
 int p2z_blk_zones_init(struct p2z_blk *blk);
 
 /**
- * p2z_blk_handle() - serve one request
- * @q: its queue
+ * p2z_blk_handle() - start serving one request
+ * @q: its queue, on its own thread
  * @tag: its tag
- * @append_sector: result: where a zone append landed
  *
- * Return: what COMMIT carries: bytes, 0 or -errno.
+ * Reads, writes, appends and flushes go to @q->dq and commit from their
+ * end_io; zone operations and reports are served here, synchronously, after
+ * the zone's writes and appends in flight completed. Every request is
+ * committed exactly once (p2z_blk_queue_commit()), with bytes, 0 or -errno.
  */
-int p2z_blk_handle(struct p2z_blk_queue *q, unsigned int tag,
-		   uint64_t *append_sector);
+void p2z_blk_handle(struct p2z_blk_queue *q, unsigned int tag);
 
 #endif /* PO2ZFS_BLK_PRIV_H */

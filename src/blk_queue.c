@@ -2,17 +2,39 @@
 /*
  * po2zfs-blk's queues (as ublksrv's lib/ublksrv.c): one per online CPU, at
  * most P2Z_BLK_MAX_QUEUES, each a thread with its own io_uring (SQE128) on
- * /dev/ublkcN. A queue thread fetches every tag, then serves its requests
- * one after the other, synchronously, through the zoned target
- * (p2z_blk_handle(); the nvme and zbd backends keep a ring per calling
- * thread), and commits each result with COMMIT_AND_FETCH. Order within a
- * zone is the block layer's: zone write plugging (Linux 6.10+) sends one
- * write per zone at a time.
+ * /dev/ublkcN and its own asynchronous device queue (p2z_dev_queue_open()),
+ * so that every tag can be at the device at once. A queue thread fetches
+ * every tag, then hands each request the kernel sends to the zoned target
+ * (p2z_blk_handle()), which starts it on the device queue and returns; the
+ * device queue's eventfd is polled on the same ring (user_data
+ * P2Z_BLK_UD_EVENT; a tag's commands carry the tag), and when it fires the
+ * thread reaps the device queue, whose end_io calls commit the tags
+ * (COMMIT_AND_FETCH; an append's landing sector in zone_append_lba); a
+ * queue holding a single request, at the device, waits on the device
+ * queue itself instead (p2z_blk_queue_wait_one(): QD1 latency). Zone
+ * operations and reports are served synchronously after the zone's writes
+ * in flight completed.
+ *
+ * Order within a zone is the block layer's: zone write plugging (Linux
+ * 6.10+) sends one write per zone at a time, and a zone's gate
+ * (p2z_blk_gate_enter()) holds a write arriving while another one of the
+ * zone is in flight until it completed. Reads and appends run concurrently;
+ * an append the device queue would split has its zone's appends to itself.
+ * A request waiting at a gate keeps reaping this queue's completions
+ * (p2z_blk_queue_wait()), so queues waiting on each other always progress.
  *
  * Data moves with UBLK_F_USER_COPY (which zoned ublk requires): one buffer
- * per tag, pread()/pwrite() on /dev/ublkcN at the tag's offset.
+ * per tag, pread() of a write's data from /dev/ublkcN at the tag's offset
+ * before it is submitted, pwrite() of a read's data after it completed.
+ *
+ * Stop: the kernel aborts a tag's fetch only once its request was
+ * committed, so a thread whose tags are all aborted has nothing in flight;
+ * it closes its device queue (which drains) and ends; the final flush
+ * comes after every thread ended.
  */
 #include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,16 +79,84 @@ static void p2z_blk_queue_ready(struct p2z_blk *blk, bool ok)
 	pthread_mutex_unlock(&blk->lock);
 }
 
+void p2z_blk_queue_commit(struct p2z_blk_queue *q, unsigned int tag, int res,
+			  uint64_t zone_lba)
+{
+	q->busy--;
+	__atomic_sub_fetch(&q->blk->inflight, 1, __ATOMIC_RELAXED);
+	__atomic_add_fetch(&q->blk->nr_served, 1, __ATOMIC_RELAXED);
+	p2z_blk_queue_sqe(q, tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, res,
+			  zone_lba);
+}
+
+/* A request taken from the kernel: count it, and the most at once. */
+static void p2z_blk_queue_taken(struct p2z_blk *blk)
+{
+	unsigned int n =
+		__atomic_add_fetch(&blk->inflight, 1, __ATOMIC_RELAXED);
+	unsigned int max =
+		__atomic_load_n(&blk->max_inflight, __ATOMIC_RELAXED);
+
+	while (n > max &&
+	       !__atomic_compare_exchange_n(&blk->max_inflight, &max, n, true,
+					    __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+		;
+}
+
+void p2z_blk_queue_wait(struct p2z_blk_queue *q)
+{
+	struct pollfd pfd = { .fd = p2z_dev_queue_fd(q->dq), .events = POLLIN };
+
+	io_uring_submit(&q->ring);
+	if (p2z_dev_queue_inflight(q->dq))
+		poll(&pfd, 1, 1);
+	else
+		poll(NULL, 0, 1);
+	p2z_dev_queue_reap(q->dq, 0);
+}
+
+/* Poll the device queue's eventfd on the ring (one shot, armed again). */
+static void p2z_blk_queue_arm(struct p2z_blk_queue *q)
+{
+	struct io_uring_sqe *sqe = io_uring_get_sqe(&q->ring);
+
+	if (!sqe) {
+		p2z_log(LOG_ERR, "queue %u: no SQE for the event poll", q->qid);
+		return;
+	}
+	memset(sqe, 0, 2 * sizeof(*sqe));
+	io_uring_prep_poll_add(sqe, p2z_dev_queue_fd(q->dq), POLLIN);
+	sqe->user_data = P2Z_BLK_UD_EVENT;
+}
+
+/*
+ * One request held, at the device, and no ublk completion waiting: wait on
+ * the device itself, as a synchronous server would (its completion then
+ * skips the eventfd's trip through the ring). A request arriving meanwhile
+ * waits for that completion at most; with two or more held, the ring waits
+ * for both kinds.
+ */
+static void p2z_blk_queue_wait_one(struct p2z_blk_queue *q)
+{
+	if (q->busy != 1 || p2z_dev_queue_inflight(q->dq) != 1 ||
+	    io_uring_cq_ready(&q->ring))
+		return;
+	io_uring_submit(&q->ring);
+	p2z_dev_queue_reap(q->dq, 1);
+}
+
 /* Serve completions until every tag is aborted (the device stopped). */
 static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 {
 	unsigned int live = q->blk->depth, seen, tag;
 	struct io_uring_cqe *cqe;
-	uint64_t sector;
 	unsigned int head;
-	int ret, res;
+	int ret;
+
+	p2z_blk_queue_arm(q);
 
 	while (live) {
+		p2z_blk_queue_wait_one(q);
 		ret = io_uring_submit_and_wait(&q->ring, 1);
 		if (ret < 0 && ret != -EINTR)
 			return ret;
@@ -74,6 +164,11 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 		io_uring_for_each_cqe(&q->ring, head, cqe)
 		{
 			seen++;
+			if (cqe->user_data == P2Z_BLK_UD_EVENT) {
+				p2z_dev_queue_reap(q->dq, 0);
+				p2z_blk_queue_arm(q);
+				continue;
+			}
 			tag = (unsigned int)cqe->user_data;
 			if (cqe->res != UBLK_IO_RES_OK) {
 				/* UBLK_IO_RES_ABORT: the device is going */
@@ -84,11 +179,9 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 				live--;
 				continue;
 			}
-			sector = 0;
-			res = p2z_blk_handle(q, tag, &sector);
-			p2z_blk_queue_sqe(q, tag,
-					  UBLK_U_IO_COMMIT_AND_FETCH_REQ, res,
-					  sector);
+			q->busy++;
+			p2z_blk_queue_taken(q->blk);
+			p2z_blk_handle(q, tag);
 		}
 		io_uring_cq_advance(&q->ring, seen);
 	}
@@ -102,15 +195,27 @@ static void *p2z_blk_queue_thread(void *arg)
 	unsigned int tag;
 	int ret;
 
+	ret = p2z_dev_queue_open(blk->dev, blk->depth, &q->dq);
+	if (ret) {
+		p2z_log(LOG_ERR, "queue %u: device queue: %s", q->qid,
+			strerror(-ret));
+		q->ret = ret;
+		p2z_blk_queue_ready(blk, false);
+		return NULL;
+	}
 	for (tag = 0; tag < blk->depth; tag++)
 		p2z_blk_queue_sqe(q, tag, UBLK_U_IO_FETCH_REQ, 0, 0);
 	ret = io_uring_submit(&q->ring);
 	p2z_blk_queue_ready(blk, ret == (int)blk->depth);
 	if (ret != (int)blk->depth) {
 		q->ret = ret < 0 ? ret : -EIO;
+		p2z_dev_queue_close(q->dq);
 		return NULL;
 	}
 	q->ret = p2z_blk_queue_serve(q);
+	/* Nothing is in flight once every tag was aborted; drain anyway. */
+	p2z_dev_queue_close(q->dq);
+	q->dq = NULL;
 	/* The main thread waits in sigwait() for this. */
 	kill(getpid(), SIGUSR1);
 	return NULL;
@@ -123,6 +228,7 @@ static int p2z_blk_queue_init(struct p2z_blk *blk, struct p2z_blk_queue *q)
 		(UBLK_MAX_QUEUE_DEPTH * sizeof(struct ublksrv_io_desc) + page -
 		 1) /
 		page * page;
+	unsigned int i;
 	void *p;
 	int ret;
 
@@ -140,11 +246,20 @@ static int p2z_blk_queue_init(struct p2z_blk *blk, struct p2z_blk_queue *q)
 		return -ret;
 	}
 	q->bufs = p;
-	ret = io_uring_queue_init(blk->depth, &q->ring, IORING_SETUP_SQE128);
+	q->tags = calloc(blk->depth, sizeof(*q->tags));
+	/* a command per tag and the event poll */
+	ret = q->tags ? io_uring_queue_init(2 * blk->depth, &q->ring,
+					    IORING_SETUP_SQE128) :
+			-ENOMEM;
 	if (ret) {
+		free(q->tags);
 		free(q->bufs);
 		munmap((void *)q->iods, q->iods_len);
 		return ret;
+	}
+	for (i = 0; i < blk->depth; i++) {
+		q->tags[i].q = q;
+		q->tags[i].tag = i;
 	}
 	return 0;
 }
@@ -152,6 +267,7 @@ static int p2z_blk_queue_init(struct p2z_blk *blk, struct p2z_blk_queue *q)
 static void p2z_blk_queue_exit(struct p2z_blk_queue *q)
 {
 	io_uring_queue_exit(&q->ring);
+	free(q->tags);
 	free(q->bufs);
 	munmap((void *)q->iods, q->iods_len);
 }
@@ -202,5 +318,10 @@ int p2z_blk_queues_stop(struct p2z_blk *blk, unsigned int started)
 			ret = blk->queues[i].ret;
 		p2z_blk_queue_exit(&blk->queues[i]);
 	}
+	if (started)
+		p2z_log(LOG_INFO,
+			"/dev/ublkb%" PRIu32 ": %" PRIu64
+			" requests served, at most %u in flight",
+			blk->dev_id, blk->nr_served, blk->max_inflight);
 	return ret;
 }

@@ -12,7 +12,8 @@
  * Writes touching the gap between capacity and the po2 zone end fail with
  * EIO, as dm-po2zoned's do.
  *
- * Every function returns what COMMIT carries: bytes, 0 or -errno.
+ * Each request commits its tag once, with what COMMIT carries: bytes, 0 or
+ * -errno (now, or from its device request's end_io).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -102,7 +103,59 @@ int p2z_blk_zones_init(struct p2z_blk *blk)
 				 p2z_blk_zone_load_fn, blk);
 }
 
-/* Requests. Each returns the result COMMIT carries: bytes or -errno. */
+/* Zone gates: who writes to a zone now (blk.h p2z_blk_gate_enter()). */
+
+static void p2z_blk_gate_in(struct p2z_blk_tag *t, struct p2z_blk_zone *z,
+			    enum p2z_blk_gate_kind kind)
+{
+	uint32_t cur = __atomic_load_n(&z->gate, __ATOMIC_ACQUIRE), next;
+
+	for (;;) {
+		if (p2z_blk_gate_enter(cur, kind, &next)) {
+			/* Its predecessor completes on some queue: wait. */
+			p2z_blk_queue_wait(t->q);
+			cur = __atomic_load_n(&z->gate, __ATOMIC_ACQUIRE);
+			continue;
+		}
+		if (__atomic_compare_exchange_n(&z->gate, &cur, next, false,
+						__ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			break;
+	}
+	t->gate = (int)kind;
+}
+
+static void p2z_blk_gate_out(struct p2z_blk_tag *t, struct p2z_blk_zone *z)
+{
+	uint32_t cur = __atomic_load_n(&z->gate, __ATOMIC_ACQUIRE);
+
+	if (t->gate == P2Z_BLK_GATE_NONE)
+		return;
+	while (!__atomic_compare_exchange_n(
+		&z->gate, &cur,
+		p2z_blk_gate_leave(cur, (enum p2z_blk_gate_kind)t->gate), false,
+		__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+	t->gate = P2Z_BLK_GATE_NONE;
+}
+
+/* Wait until no write or append of zones @zidx..@zidx+@nr-1 is in flight. */
+static void p2z_blk_zones_drain(struct p2z_blk_queue *q, uint64_t zidx,
+				uint64_t nr)
+{
+	struct p2z_blk_zone *zones = q->blk->zones;
+	uint64_t i;
+
+	for (i = zidx; i < zidx + nr; i++)
+		while (!p2z_blk_gate_idle(
+			__atomic_load_n(&zones[i].gate, __ATOMIC_ACQUIRE)))
+			p2z_blk_queue_wait(q);
+}
+
+/*
+ * Requests. Each commits its tag once: now, or from its device request's
+ * end_io, with bytes, 0 or -errno.
+ */
 
 static uint64_t p2z_blk_buf_ofs(unsigned int qid, unsigned int tag)
 {
@@ -110,99 +163,239 @@ static uint64_t p2z_blk_buf_ofs(unsigned int qid, unsigned int tag)
 	       ((uint64_t)tag << UBLK_TAG_OFF);
 }
 
-static int p2z_blk_read(struct p2z_blk *blk, const struct ublksrv_io_desc *iod,
-			char *buf, uint64_t buf_ofs)
+static char *p2z_blk_tag_buf(const struct p2z_blk_tag *t)
 {
-	uint64_t ofs = iod->start_sector << P2Z_BLK_SECTOR_SHIFT;
-	uint64_t len = (uint64_t)iod->nr_sectors << P2Z_BLK_SECTOR_SHIFT;
-	uint64_t done = 0, zidx, n, native;
+	return t->q->bufs + (size_t)t->tag * t->q->blk->buf_bytes;
+}
+
+static void p2z_blk_done(struct p2z_blk_tag *t, int res, uint64_t sector)
+{
+	p2z_blk_queue_commit(t->q, t->tag, res, sector);
+}
+
+/* Start @t->io on the device queue; on refusal, complete the tag. */
+static void p2z_blk_submit(struct p2z_blk_tag *t, struct p2z_blk_zone *z)
+{
+	int ret = p2z_dev_submit(t->q->dq, &t->io);
+
+	if (ret) {
+		if (z)
+			p2z_blk_gate_out(t, z);
+		p2z_blk_done(t, p2z_blk_errno(ret), 0);
+	}
+}
+
+static void p2z_blk_read_next(struct p2z_blk_tag *t);
+
+static void p2z_blk_read_end_io(struct p2z_io *io)
+{
+	struct p2z_blk_tag *t = (struct p2z_blk_tag *)io;
+	char *buf = p2z_blk_tag_buf(t);
+
+	if (io->ret != (ssize_t)io->len) {
+		p2z_blk_done(
+			t, p2z_blk_errno(io->ret < 0 ? (int)io->ret : -EIO), 0);
+		return;
+	}
+	memset(buf + t->done + io->len, 0, t->piece - io->len);
+	t->done += t->piece;
+	p2z_blk_read_next(t);
+}
+
+/*
+ * The read's next piece (one zone's part, up to its write pointer) goes to
+ * the device; zeros past the write pointer; once all is there, the data
+ * goes to /dev/ublkcN and the tag completes.
+ */
+static void p2z_blk_read_next(struct p2z_blk_tag *t)
+{
+	struct p2z_blk *blk = t->q->blk;
+	char *buf = p2z_blk_tag_buf(t);
 	struct p2z_geom_piece pc;
 	struct p2z_blk_zone *z;
+	uint64_t zidx, n;
 	ssize_t ret;
 
-	if (len > blk->buf_bytes)
-		return -EIO;
-	while (done < len) {
-		if (p2z_geom_po2_zone_of_byte(&blk->g, ofs + done, &zidx))
-			return -EIO;
+	while (t->done < t->len) {
+		if (p2z_geom_po2_zone_of_byte(&blk->g, t->ofs + t->done, &zidx))
+			return p2z_blk_done(t, -EIO, 0);
 		z = &blk->zones[zidx];
-		if (p2z_geom_po2_piece(&blk->g, ofs + done, len - done,
-				       z->cap_lba, &pc))
-			return -EIO;
+		if (p2z_geom_po2_piece(&blk->g, t->ofs + t->done,
+				       t->len - t->done, z->cap_lba, &pc))
+			return p2z_blk_done(t, -EIO, 0);
 		n = p2z_blk_read_len(&pc, p2z_blk_readable(z)
 						  << blk->g.lba_shift);
 		if (n) {
-			native = (p2z_geom_zone_start(&blk->g, zidx)
-				  << blk->g.lba_shift) +
-				 pc.zone_ofs;
-			ret = p2z_dev_pread(blk->dev, buf + done, n, native);
-			if (ret < 0)
-				return p2z_blk_errno((int)ret);
+			memset(&t->io, 0, sizeof(t->io));
+			t->io.op = P2Z_IO_READ;
+			t->io.buf = buf + t->done;
+			t->io.len = n;
+			t->io.ofs = (p2z_geom_zone_start(&blk->g, zidx)
+				     << blk->g.lba_shift) +
+				    pc.zone_ofs;
+			t->io.end_io = p2z_blk_read_end_io;
+			t->piece = pc.len;
+			return p2z_blk_submit(t, NULL);
 		}
-		memset(buf + done + n, 0, pc.len - n);
-		done += pc.len;
+		memset(buf + t->done, 0, pc.len);
+		t->done += pc.len;
 	}
-	ret = pwrite(blk->cdev_fd, buf, len, buf_ofs);
+	ret = pwrite(blk->cdev_fd, buf, t->len,
+		     p2z_blk_buf_ofs(t->q->qid, t->tag));
 	if (ret < 0)
-		return -errno;
-	return ret == (ssize_t)len ? (int)len : -EIO;
+		return p2z_blk_done(t, -errno, 0);
+	p2z_blk_done(t, ret == (ssize_t)t->len ? (int)t->len : -EIO, 0);
 }
 
-static int p2z_blk_write(struct p2z_blk *blk, const struct ublksrv_io_desc *iod,
-			 char *buf, uint64_t buf_ofs)
+static void p2z_blk_read(struct p2z_blk_tag *t,
+			 const struct ublksrv_io_desc *iod)
 {
-	struct p2z_blk_target t;
-	struct p2z_blk_zone *z;
-	uint64_t zidx, native;
-	ssize_t ret;
-
-	if (p2z_blk_zone_of(&blk->g, iod->start_sector, false, &zidx))
-		return -EIO;
-	z = &blk->zones[zidx];
-	ret = p2z_blk_write_target(&blk->g, iod->start_sector, iod->nr_sectors,
-				   z->cap_lba, &t);
-	if (ret || t.len > blk->buf_bytes)
-		return -EIO;
-	ret = pread(blk->cdev_fd, buf, t.len, buf_ofs);
-	if (ret != (ssize_t)t.len)
-		return ret < 0 ? -errno : -EIO;
-	native = (p2z_geom_zone_start(&blk->g, zidx) << blk->g.lba_shift) +
-		 t.zone_ofs;
-	ret = p2z_dev_pwrite(blk->dev, buf, t.len, native,
-			     p2z_blk_io_flags(iod->op_flags));
-	if (ret != (ssize_t)t.len) {
-		p2z_blk_zone_refresh(blk, zidx);
-		return p2z_blk_errno(ret < 0 ? (int)ret : -EIO);
-	}
-	if (z->type != P2Z_ZONE_TYPE_CNV)
-		p2z_blk_advance_wp(z, (t.zone_ofs + t.len) >> blk->g.lba_shift);
-	return (int)t.len;
+	t->ofs = iod->start_sector << P2Z_BLK_SECTOR_SHIFT;
+	t->len = (uint64_t)iod->nr_sectors << P2Z_BLK_SECTOR_SHIFT;
+	t->done = 0;
+	if (t->len > t->q->blk->buf_bytes)
+		return p2z_blk_done(t, -EIO, 0);
+	p2z_blk_read_next(t);
 }
 
-static int p2z_blk_append(struct p2z_blk *blk,
-			  const struct ublksrv_io_desc *iod, char *buf,
-			  uint64_t buf_ofs, uint64_t *sector)
+/* The request's data from /dev/ublkcN into the tag's buffer. */
+static int p2z_blk_fetch_data(struct p2z_blk_tag *t, uint64_t len)
 {
-	uint64_t len = (uint64_t)iod->nr_sectors << P2Z_BLK_SECTOR_SHIFT;
-	uint64_t zidx, lba, wp_ofs;
-	ssize_t ret;
+	ssize_t ret = pread(t->q->blk->cdev_fd, p2z_blk_tag_buf(t), len,
+			    p2z_blk_buf_ofs(t->q->qid, t->tag));
 
-	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &zidx) || !len ||
-	    len > blk->buf_bytes || len & (blk->g.lba_bytes - 1))
-		return -EIO;
-	ret = pread(blk->cdev_fd, buf, len, buf_ofs);
 	if (ret != (ssize_t)len)
 		return ret < 0 ? -errno : -EIO;
-	ret = p2z_dev_append(blk->dev, zidx, buf, len, &lba,
-			     p2z_blk_io_flags(iod->op_flags));
-	if (ret != (ssize_t)len ||
-	    p2z_blk_append_done(&blk->g, zidx, blk->zones[zidx].cap_lba, lba,
-				len >> blk->g.lba_shift, sector, &wp_ofs)) {
-		p2z_blk_zone_refresh(blk, zidx);
-		return p2z_blk_errno(ret < 0 ? (int)ret : -EIO);
+	return 0;
+}
+
+static void p2z_blk_write_end_io(struct p2z_io *io)
+{
+	struct p2z_blk_tag *t = (struct p2z_blk_tag *)io;
+	struct p2z_blk *blk = t->q->blk;
+	struct p2z_blk_zone *z = &blk->zones[t->zidx];
+
+	if (io->ret != (ssize_t)io->len) {
+		p2z_blk_zone_refresh(blk, t->zidx);
+		p2z_blk_gate_out(t, z);
+		return p2z_blk_done(
+			t, p2z_blk_errno(io->ret < 0 ? (int)io->ret : -EIO), 0);
 	}
-	p2z_blk_advance_wp(&blk->zones[zidx], wp_ofs);
-	return (int)len;
+	if (z->type != P2Z_ZONE_TYPE_CNV)
+		p2z_blk_advance_wp(z,
+				   (t->zone_ofs + io->len) >> blk->g.lba_shift);
+	p2z_blk_gate_out(t, z);
+	p2z_blk_done(t, (int)io->len, 0);
+}
+
+/*
+ * A write of a sequential zone enters the zone's gate first: one write per
+ * zone in flight, in the order they arrive (the block layer's zone write
+ * plugging sends them so; one arriving early waits here, before anything
+ * after it on this queue).
+ */
+static void p2z_blk_write(struct p2z_blk_tag *t,
+			  const struct ublksrv_io_desc *iod)
+{
+	struct p2z_blk *blk = t->q->blk;
+	struct p2z_blk_target tg;
+	struct p2z_blk_zone *z;
+	int ret;
+
+	if (p2z_blk_zone_of(&blk->g, iod->start_sector, false, &t->zidx))
+		return p2z_blk_done(t, -EIO, 0);
+	z = &blk->zones[t->zidx];
+	ret = p2z_blk_write_target(&blk->g, iod->start_sector, iod->nr_sectors,
+				   z->cap_lba, &tg);
+	if (ret || tg.len > blk->buf_bytes)
+		return p2z_blk_done(t, -EIO, 0);
+	ret = p2z_blk_fetch_data(t, tg.len);
+	if (ret)
+		return p2z_blk_done(t, ret, 0);
+	if (z->type != P2Z_ZONE_TYPE_CNV)
+		p2z_blk_gate_in(t, z, P2Z_BLK_GATE_WRITE);
+	t->zone_ofs = tg.zone_ofs;
+	memset(&t->io, 0, sizeof(t->io));
+	t->io.op = P2Z_IO_WRITE;
+	t->io.flags = p2z_blk_io_flags(iod->op_flags);
+	t->io.buf = p2z_blk_tag_buf(t);
+	t->io.len = tg.len;
+	t->io.ofs =
+		(p2z_geom_zone_start(&blk->g, t->zidx) << blk->g.lba_shift) +
+		tg.zone_ofs;
+	t->io.end_io = p2z_blk_write_end_io;
+	p2z_blk_submit(t, z);
+}
+
+static void p2z_blk_append_end_io(struct p2z_io *io)
+{
+	struct p2z_blk_tag *t = (struct p2z_blk_tag *)io;
+	struct p2z_blk *blk = t->q->blk;
+	struct p2z_blk_zone *z = &blk->zones[t->zidx];
+	uint64_t sector = 0, wp_ofs;
+
+	if (io->ret != (ssize_t)io->len ||
+	    p2z_blk_append_done(&blk->g, t->zidx, z->cap_lba, io->lba,
+				io->len >> blk->g.lba_shift, &sector,
+				&wp_ofs)) {
+		p2z_blk_zone_refresh(blk, t->zidx);
+		p2z_blk_gate_out(t, z);
+		return p2z_blk_done(
+			t, p2z_blk_errno(io->ret < 0 ? (int)io->ret : -EIO), 0);
+	}
+	p2z_blk_advance_wp(z, wp_ofs);
+	p2z_blk_gate_out(t, z);
+	p2z_blk_done(t, (int)io->len, sector);
+}
+
+/*
+ * Appends of a zone run concurrently; one longer than the device's single
+ * append (the device queue splits it, and each piece must land right after
+ * the one before) has the zone's appends to itself.
+ */
+static void p2z_blk_append(struct p2z_blk_tag *t,
+			   const struct ublksrv_io_desc *iod)
+{
+	struct p2z_blk *blk = t->q->blk;
+	uint64_t len = (uint64_t)iod->nr_sectors << P2Z_BLK_SECTOR_SHIFT;
+	int ret;
+
+	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &t->zidx) ||
+	    !len || len > blk->buf_bytes || len & (blk->g.lba_bytes - 1))
+		return p2z_blk_done(t, -EIO, 0);
+	ret = p2z_blk_fetch_data(t, len);
+	if (ret)
+		return p2z_blk_done(t, ret, 0);
+	p2z_blk_gate_in(t, &blk->zones[t->zidx],
+			len > blk->dev->info.max_append_bytes ?
+				P2Z_BLK_GATE_APPEND_SPLIT :
+				P2Z_BLK_GATE_APPEND);
+	memset(&t->io, 0, sizeof(t->io));
+	t->io.op = P2Z_IO_APPEND;
+	t->io.flags = p2z_blk_io_flags(iod->op_flags);
+	t->io.buf = p2z_blk_tag_buf(t);
+	t->io.len = len;
+	t->io.zidx = t->zidx;
+	t->io.end_io = p2z_blk_append_end_io;
+	p2z_blk_submit(t, &blk->zones[t->zidx]);
+}
+
+static void p2z_blk_flush_end_io(struct p2z_io *io)
+{
+	p2z_blk_done((struct p2z_blk_tag *)io, io->ret ? -EIO : 0, 0);
+}
+
+/*
+ * A flush makes the writes acknowledged before it durable: those completed
+ * on the device already (a tag commits after its write completes); writes
+ * still in flight are not acknowledged, so the flush need not wait for them.
+ */
+static void p2z_blk_flush(struct p2z_blk_tag *t)
+{
+	memset(&t->io, 0, sizeof(t->io));
+	t->io.op = P2Z_IO_FLUSH;
+	t->io.end_io = p2z_blk_flush_end_io;
+	p2z_blk_submit(t, NULL);
 }
 
 static int p2z_blk_zone_op(struct p2z_blk *blk, uint64_t zidx,
@@ -228,15 +421,17 @@ static int p2z_blk_zone_op(struct p2z_blk *blk, uint64_t zidx,
 	return 0;
 }
 
-static int p2z_blk_zone_mgmt(struct p2z_blk *blk,
+/* After the zone's writes and appends in flight completed (never lost). */
+static int p2z_blk_zone_mgmt(struct p2z_blk_queue *q,
 			     const struct ublksrv_io_desc *iod,
 			     enum p2z_zone_op op)
 {
 	uint64_t zidx;
 
-	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &zidx))
+	if (p2z_blk_zone_of(&q->blk->g, iod->start_sector, true, &zidx))
 		return -EIO;
-	return p2z_blk_zone_op(blk, zidx, op);
+	p2z_blk_zones_drain(q, zidx, 1);
+	return p2z_blk_zone_op(q->blk, zidx, op);
 }
 
 /**
@@ -279,10 +474,12 @@ static int p2z_blk_reset_fn(const struct p2z_zone_info *zi, uint64_t zidx,
  * would keep holding open and active resources), and would try read-only
  * or offline ones.
  */
-static int p2z_blk_reset_all(struct p2z_blk *blk)
+static int p2z_blk_reset_all(struct p2z_blk_queue *q)
 {
+	struct p2z_blk *blk = q->blk;
 	struct p2z_blk_walk w = { .blk = blk };
 
+	p2z_blk_zones_drain(q, 0, blk->g.nr_zones);
 	return p2z_blk_walk_ret(&w,
 				p2z_dev_zone_walk(blk->dev, 0, blk->g.nr_zones,
 						  p2z_blk_reset_fn, &w));
@@ -342,36 +539,47 @@ static int p2z_blk_report_zones(struct p2z_blk *blk,
 	return (int)blk->buf_bytes;
 }
 
-int p2z_blk_handle(struct p2z_blk_queue *q, unsigned int tag,
-		   uint64_t *append_sector)
+static int p2z_blk_handle_sync(struct p2z_blk_queue *q, unsigned int tag,
+			       const struct ublksrv_io_desc *iod)
 {
-	const struct ublksrv_io_desc *iod = &q->iods[tag];
 	struct p2z_blk *blk = q->blk;
-	char *buf = q->bufs + (size_t)tag * blk->buf_bytes;
-	uint64_t buf_ofs = p2z_blk_buf_ofs(q->qid, tag);
 
 	switch (ublksrv_get_op(iod)) {
-	case UBLK_IO_OP_READ:
-		return p2z_blk_read(blk, iod, buf, buf_ofs);
-	case UBLK_IO_OP_WRITE:
-		return p2z_blk_write(blk, iod, buf, buf_ofs);
-	case UBLK_IO_OP_ZONE_APPEND:
-		return p2z_blk_append(blk, iod, buf, buf_ofs, append_sector);
-	case UBLK_IO_OP_FLUSH:
-		return p2z_dev_flush(blk->dev) ? -EIO : 0;
 	case UBLK_IO_OP_ZONE_OPEN:
-		return p2z_blk_zone_mgmt(blk, iod, P2Z_ZONE_OP_OPEN);
+		return p2z_blk_zone_mgmt(q, iod, P2Z_ZONE_OP_OPEN);
 	case UBLK_IO_OP_ZONE_CLOSE:
-		return p2z_blk_zone_mgmt(blk, iod, P2Z_ZONE_OP_CLOSE);
+		return p2z_blk_zone_mgmt(q, iod, P2Z_ZONE_OP_CLOSE);
 	case UBLK_IO_OP_ZONE_FINISH:
-		return p2z_blk_zone_mgmt(blk, iod, P2Z_ZONE_OP_FINISH);
+		return p2z_blk_zone_mgmt(q, iod, P2Z_ZONE_OP_FINISH);
 	case UBLK_IO_OP_ZONE_RESET:
-		return p2z_blk_zone_mgmt(blk, iod, P2Z_ZONE_OP_RESET);
+		return p2z_blk_zone_mgmt(q, iod, P2Z_ZONE_OP_RESET);
 	case UBLK_IO_OP_ZONE_RESET_ALL:
-		return p2z_blk_reset_all(blk);
+		return p2z_blk_reset_all(q);
 	case UBLK_IO_OP_REPORT_ZONES:
-		return p2z_blk_report_zones(blk, iod, buf, buf_ofs);
+		return p2z_blk_report_zones(
+			blk, iod, q->bufs + (size_t)tag * blk->buf_bytes,
+			p2z_blk_buf_ofs(q->qid, tag));
 	default:
 		return -EOPNOTSUPP;
+	}
+}
+
+void p2z_blk_handle(struct p2z_blk_queue *q, unsigned int tag)
+{
+	const struct ublksrv_io_desc *iod = &q->iods[tag];
+	struct p2z_blk_tag *t = &q->tags[tag];
+
+	t->gate = P2Z_BLK_GATE_NONE;
+	switch (ublksrv_get_op(iod)) {
+	case UBLK_IO_OP_READ:
+		return p2z_blk_read(t, iod);
+	case UBLK_IO_OP_WRITE:
+		return p2z_blk_write(t, iod);
+	case UBLK_IO_OP_ZONE_APPEND:
+		return p2z_blk_append(t, iod);
+	case UBLK_IO_OP_FLUSH:
+		return p2z_blk_flush(t);
+	default:
+		p2z_blk_done(t, p2z_blk_handle_sync(q, tag, iod), 0);
 	}
 }

@@ -257,4 +257,57 @@ enum p2z_blk_owner p2z_blk_owner_of(bool have_record, int rec_pid, int kern_pid,
  */
 bool p2z_blk_stop_is_refused(bool busy, unsigned int nr_refused);
 
+/*
+ * A zone's gate: what of it is in flight, shared by every queue. One
+ * 32-bit word: bits 0..14 appends, bits 15..29 writes, bit 30 a split
+ * append (longer than the device's largest single append) in flight.
+ */
+#define P2Z_BLK_GATE_APPENDS 0x7fffU
+#define P2Z_BLK_GATE_WRITE_SHIFT 15
+#define P2Z_BLK_GATE_WRITES (0x7fffU << P2Z_BLK_GATE_WRITE_SHIFT)
+#define P2Z_BLK_GATE_SPLIT (1U << 30)
+
+/* What enters a zone's gate */
+enum p2z_blk_gate_kind {
+	P2Z_BLK_GATE_WRITE, /* a write: one per zone at a time, in order */
+	P2Z_BLK_GATE_APPEND, /* an append issued as one device command */
+	P2Z_BLK_GATE_APPEND_SPLIT, /* an append the device queue splits */
+};
+
+/**
+ * p2z_blk_gate_enter() - whether a request may start on its zone now
+ * @cur: the zone's gate word
+ * @kind: enum p2z_blk_gate_kind
+ * @next: result: the gate word with the request in
+ *
+ * A write starts when no other write of the zone is in flight (the block
+ * layer's zone write plugging sends one at a time; one arriving early waits
+ * and so keeps its place). Appends run concurrently, but a split append's
+ * pieces must land back to back: it starts only on a zone without appends
+ * in flight, and no append starts beside it.
+ *
+ * Return: 0 (start; store @next), or -EBUSY (wait for a completion of the
+ * zone and ask again).
+ */
+int p2z_blk_gate_enter(uint32_t cur, enum p2z_blk_gate_kind kind,
+		       uint32_t *next);
+
+/**
+ * p2z_blk_gate_leave() - the gate word after a request of @kind completed
+ * @cur: the zone's gate word, @kind in
+ * @kind: enum p2z_blk_gate_kind
+ *
+ * Return: @cur without it.
+ */
+uint32_t p2z_blk_gate_leave(uint32_t cur, enum p2z_blk_gate_kind kind);
+
+/**
+ * p2z_blk_gate_idle() - whether nothing writes to the zone: a zone
+ * operation (reset, finish, open, close) may start
+ * @cur: the zone's gate word
+ *
+ * Return: true when no write or append of the zone is in flight.
+ */
+bool p2z_blk_gate_idle(uint32_t cur);
+
 #endif /* PO2ZFS_BLK_H */

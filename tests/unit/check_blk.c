@@ -411,6 +411,89 @@ static void blk_add_server_tests(Suite *s)
 }
 #endif
 
+/*
+ * The zone gate: one write per zone at a time (a second waits, and starts
+ * once the first left), appends concurrent, a split append alone.
+ */
+START_TEST(test_gate_write_order)
+{
+	uint32_t g = 0, n = 0;
+
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_WRITE, &n), 0);
+	g = n;
+	ck_assert(!p2z_blk_gate_idle(g));
+	/* the zone's next write arrives early: it waits */
+	n = 0xdead;
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_WRITE, &n), -EBUSY);
+	ck_assert_uint_eq(n, 0xdead);
+	g = p2z_blk_gate_leave(g, P2Z_BLK_GATE_WRITE);
+	ck_assert_uint_eq(g, 0);
+	ck_assert(p2z_blk_gate_idle(g));
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_WRITE, &n), 0);
+	ck_assert_uint_eq(n, 1U << P2Z_BLK_GATE_WRITE_SHIFT);
+}
+END_TEST
+
+START_TEST(test_gate_appends)
+{
+	uint32_t g = 0, n;
+	unsigned int i;
+
+	/* 16 plain appends in flight at once */
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND, &n),
+				 0);
+		g = n;
+	}
+	ck_assert_uint_eq(g, 16);
+	ck_assert(!p2z_blk_gate_idle(g));
+	/* a split append waits for all of them */
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND_SPLIT, &n),
+			 -EBUSY);
+	/* a write beside appends is the writer's business: not held */
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_WRITE, &n), 0);
+	for (i = 0; i < 16; i++)
+		g = p2z_blk_gate_leave(g, P2Z_BLK_GATE_APPEND);
+	ck_assert_uint_eq(g, 0);
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND_SPLIT, &n),
+			 0);
+	g = n;
+	ck_assert_uint_eq(g, P2Z_BLK_GATE_SPLIT | 1);
+	/* nothing appends beside a split append, split or not */
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND, &n),
+			 -EBUSY);
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND_SPLIT, &n),
+			 -EBUSY);
+	ck_assert(!p2z_blk_gate_idle(g));
+	g = p2z_blk_gate_leave(g, P2Z_BLK_GATE_APPEND_SPLIT);
+	ck_assert_uint_eq(g, 0);
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND, &n), 0);
+	ck_assert_uint_eq(n, 1);
+}
+END_TEST
+
+/* Drain: a zone operation waits until both writes and appends left. */
+START_TEST(test_gate_drain)
+{
+	uint32_t g = 0, n;
+
+	ck_assert(p2z_blk_gate_idle(g));
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND, &n), 0);
+	g = n;
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_WRITE, &n), 0);
+	g = n;
+	ck_assert(!p2z_blk_gate_idle(g));
+	g = p2z_blk_gate_leave(g, P2Z_BLK_GATE_APPEND);
+	ck_assert(!p2z_blk_gate_idle(g));
+	g = p2z_blk_gate_leave(g, P2Z_BLK_GATE_WRITE);
+	ck_assert(p2z_blk_gate_idle(g));
+	/* the append count saturates into -EBUSY, never into the writes */
+	g = P2Z_BLK_GATE_APPENDS;
+	ck_assert_int_eq(p2z_blk_gate_enter(g, P2Z_BLK_GATE_APPEND, &n),
+			 -EBUSY);
+}
+END_TEST
+
 static Suite *blk_suite(void)
 {
 	Suite *s = suite_create("blk");
@@ -459,6 +542,11 @@ static Suite *blk_suite(void)
 	tc = tcase_create("stop_refused");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_stop_refused_cases);
+	tc = tcase_create("gate");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_gate_write_order);
+	tcase_add_test(tc, test_gate_appends);
+	tcase_add_test(tc, test_gate_drain);
 	blk_add_server_tests(s);
 	return s;
 }

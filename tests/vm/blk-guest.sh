@@ -17,12 +17,15 @@
 # must look the same: geometry (16 zones of 262144 sectors, 163840 of
 # capacity), the gap past the capacity, zonefs (bytes compared with a raw
 # read of the native zone), f2fs and btrfs (a tree of files checksummed,
-# verified after a remount, fsck), fio's zbd mode with verify, and a
-# sequential throughput figure against raw passthrough (informational).
+# verified after a remount, fsck), fio's zbd mode with verify, fio at
+# depth with verify (a QD16 libaio writer beside a QD16 random reader,
+# 4 writers on 4 zones), random read and 4-writer figures at QD1 and QD16
+# and a sequential throughput figure against raw passthrough
+# (informational).
 # Then po2zfs-blk's own behaviour: bad input, a second add of the same
 # namespace, a delete while mounted, a restart finding its data, a server
 # killed after an acknowledged write, SIGTERM (SIGHUP ignored, one flush at
-# stop), SIGTERM refused under a mounted filesystem and forced by a second
+# stop), the server's count of requests in flight after a QD16 reader, SIGTERM refused under a mounted filesystem and forced by a second
 # one, del refusing a device whose record does not match and --force,
 # del --force of a mounted device, a power cut (SIGKILL of the server of
 # an image with a volatile write cache) under btrfs after a sync and
@@ -279,6 +282,141 @@ check_fio_verify() { # cfg dev
 	fi
 }
 
+# fio at depth with verify: zones 0-2 written by libaio at QD16 (zone
+# write plugging keeps one write per zone at the device) and verified
+# (crc32c) while a QD16 io_uring random reader reads zones 8-9 (written
+# before, compared after). Not io_uring for the writer: with it, fio saw
+# EIO for a write 1 run in 5 on /dev/ublkb0 while the server failed no
+# write and logged nothing, so the block layer failed it before it reached
+# the server (likely io_uring's NOWAIT attempt retried from a worker behind
+# the zone's next write, which zone write plugging then refuses). then 4 psync writers in zbd mode on zones 12-15, each
+# verified. Each: fio exit 0, all bytes written and read, no verify error.
+check_fio_depth() { # cfg dev
+	local cfg=$1 dev=$2 r rr w rd why='' z
+
+	blkzone reset "$dev"
+	head -c $((32 * M)) /dev/urandom >/tmp/fd32
+	for z in 8 9; do
+		dd if=/tmp/fd32 of="$dev" bs=1M seek=$((z * Z / M)) \
+			oflag=direct conv=notrunc status=none || why="$why dd$z"
+	done
+	fio --name=qd16-reader --filename="$dev" --direct=1 \
+		--ioengine=io_uring --iodepth=16 --rw=randread --bs=4k \
+		--zonemode=zbd --offset=$((8 * Z)) --size=$((2 * Z)) \
+		--io_size=$((64 * M)) --output-format=json \
+		--output=/tmp/fio-qdr.json >/tmp/fio-qdr.err 2>&1 &
+	rr=$!
+	fio --name=qd16-verify --filename="$dev" --direct=1 \
+		--ioengine=libaio --iodepth=16 --zonemode=zbd --rw=write \
+		--bs=128k --offset=0 --size=$((3 * Z)) --verify=crc32c \
+		--do_verify=1 --output-format=json \
+		--output=/tmp/fio-qdw.json >/tmp/fio-qdw.err 2>&1
+	r=$?
+	wait $rr
+	rr=$?
+	read -r w _ < <(fio_result /tmp/fio-qdw.json write)
+	read -r rd _ < <(fio_result /tmp/fio-qdw.json read)
+	[ $r = 0 ] || why="$why writer-exit($r: $(grep -m1 -iE 'err|verify' /tmp/fio-qdw.err))"
+	[ "${w:-}" = $((3 * CAP)) ] && [ "${rd:-}" = $((3 * CAP)) ] ||
+		why="$why bytes(wrote ${w:-?} verified ${rd:-?})"
+	[ $rr = 0 ] || why="$why reader-exit($rr: $(grep -m1 -iE 'err' /tmp/fio-qdr.err))"
+	read -r rd _ < <(fio_result /tmp/fio-qdr.json read)
+	[ "${rd:-}" = $((64 * M)) ] || why="$why reader-bytes(${rd:-?})"
+	for z in 8 9; do
+		dd if="$dev" bs=1M skip=$((z * Z / M)) count=32 iflag=direct \
+			status=none | cmp -s - /tmp/fd32 || why="$why data$z"
+	done
+	result_why "$cfg" "fio-qd16-verify" "$why" \
+		"3 zones written at QD16 (libaio) and verified (crc32c) beside a QD16 io_uring random reader of 2 zones (64 MiB read, data compared)"
+	why=
+	fio --name=zbd-4writers --filename="$dev" --direct=1 --ioengine=psync \
+		--zonemode=zbd --rw=write --bs=128k --numjobs=4 \
+		--offset=$((12 * Z)) --offset_increment=$Z --size=$Z \
+		--verify=crc32c --do_verify=1 --group_reporting \
+		--output-format=json --output=/tmp/fio-4w.json \
+		>/tmp/fio-4w.err 2>&1
+	r=$?
+	read -r w _ < <(fio_result /tmp/fio-4w.json write)
+	read -r rd _ < <(fio_result /tmp/fio-4w.json read)
+	[ $r = 0 ] || why="$why exit($r: $(grep -m1 -iE 'err|verify' /tmp/fio-4w.err))"
+	[ "${w:-}" = $((4 * CAP)) ] && [ "${rd:-}" = $((4 * CAP)) ] ||
+		why="$why bytes(wrote ${w:-?} verified ${rd:-?})"
+	result_why "$cfg" "fio-4writers-verify" "$why" \
+		"4 psync writers on zones 12-15, $((4 * CAP / M)) MiB written and verified (crc32c)"
+}
+
+# MiB/s of fio job $1 (a JSON section: read, write) with the arguments
+# after it, 3 rounds, the median; "err" if one failed.
+bench_median() { # section fio-args...
+	local sec=$1 i v all=
+
+	shift
+	for i in 1 2 3; do
+		if fio --name=b --output-format=json --output=/tmp/bm.json "$@" \
+			>/tmp/bm.err 2>&1; then
+			v=$(fio_result /tmp/bm.json "$sec" | awk '{ printf "%.1f", $2 }')
+		else
+			v=err
+		fi
+		[ "$v" = err ] && { echo err; return; }
+		all="$all $v"
+	done
+	echo "$all" | tr ' ' '\n' | sed '/^$/d' | sort -n | sed -n 2p
+}
+
+# Concurrency figures (informational): random 4k reads of zones 8-9
+# (written by check_fio_depth) by io_uring at QD1 and QD16, 5 s each, and
+# 4 sequential psync writers on 4 zones (12-15, reset first), medians of 3.
+check_bench_depth() { # cfg dev
+	local cfg=$1 dev=$2 q1 q16 w4 z
+
+	q1=$(bench_median read --filename="$dev" --direct=1 --ioengine=io_uring \
+		--iodepth=1 --rw=randread --bs=4k --zonemode=zbd \
+		--offset=$((8 * Z)) --size=$((2 * Z)) --time_based --runtime=5)
+	q16=$(bench_median read --filename="$dev" --direct=1 --ioengine=io_uring \
+		--iodepth=16 --rw=randread --bs=4k --zonemode=zbd \
+		--offset=$((8 * Z)) --size=$((2 * Z)) --time_based --runtime=5)
+	w4=$(for z in 1 2 3; do
+		blkzone reset -o $((12 * Z / 512)) -c 4 "$dev"
+		fio --name=b --output-format=json --output=/tmp/bw.json \
+			--filename="$dev" --direct=1 --ioengine=psync \
+			--zonemode=zbd --rw=write --bs=128k --numjobs=4 \
+			--offset=$((12 * Z)) --offset_increment=$Z --size=$Z \
+			--io_size=$((32 * M)) \
+			--group_reporting >/dev/null 2>&1 &&
+			fio_result /tmp/bw.json write | awk '{ printf "%.1f\n", $2 }'
+	done | sort -n | sed -n 2p)
+	result "$cfg" "depth-bench" INFO "MiB/s, medians of 3: randread 4k io_uring QD1 $q1, QD16 $q16; 4 psync writers 128k on 4 zones (32 MiB each) ${w4:-err}"
+}
+
+# The server's own count of requests in flight at once, as it logs it at
+# stop: after one QD16 random reader, more than P2Z_BLK_MAX_QUEUES (4),
+# the most a server serving each queue's tags one after the other holds.
+check_inflight() { # ng
+	local r why='' n log=/tmp/addq.out
+
+	if ! add_fg "$1" $log; then
+		result ublk inflight FAIL "add -f: no /dev/ublkb0: $(cat $log)"
+		return
+	fi
+	blkzone reset -o $((8 * Z / 512)) -c 1 /dev/ublkb0
+	head -c $((16 * M)) /dev/urandom >/tmp/if16
+	dd if=/tmp/if16 of=/dev/ublkb0 bs=1M seek=$((8 * Z / M)) oflag=direct \
+		conv=notrunc status=none || why="$why dd"
+	fio --name=qd16 --filename=/dev/ublkb0 --direct=1 --ioengine=io_uring \
+		--iodepth=16 --rw=randread --bs=4k --zonemode=zbd \
+		--offset=$((8 * Z)) --size=$Z --io_size=$((16 * M)) \
+		>/tmp/fio-if.err 2>&1 || why="$why fio"
+	kill -TERM "$PID"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why exit($r)"
+	n=$(sed -n 's/.* requests served, at most \([0-9]*\) in flight$/\1/p' $log)
+	[ -n "$n" ] && [ "$n" -gt 4 ] || why="$why in-flight(${n:-no line})"
+	result_why ublk inflight "${why# }${why:+: $(tr '\n' '|' <$log)}" \
+		"after a QD16 random reader: at most $n requests in flight at once (server's count at stop)"
+}
+
 # MiB/s of one sequential fio job (64 KiB commands: below every transfer
 # limit of the guest's queues), or "err"
 bench_job() { # rw args...
@@ -341,6 +479,8 @@ run_checks() { # cfg dev ng native_zone_bytes
 	check_fs "$1" f2fs f2fs "$2" mkfs.f2fs -f -m -o 40 -c "$2" "$CONV"
 	check_fs "$1" btrfs btrfs "$2" mkfs.btrfs -f -O zoned -d single -m single "$2"
 	check_fio_verify "$1" "$2"
+	check_fio_depth "$1" "$2"
+	check_bench_depth "$1" "$2"
 	check_bench_blk "$2"
 }
 
@@ -558,6 +698,7 @@ run_ublk() {
 	check_readd /dev/ublkb0
 	check_kill /dev/ublkb0 "$ng" "$pid"
 	check_sigterm "$ng"
+	check_inflight "$ng"
 	check_sigterm_mounted "$ng"
 	check_del_force "$ng"
 	check_del_force_mounted "$ng"
