@@ -394,8 +394,15 @@ unsigned int p2z_dev_queue_inflight(struct p2z_dev_queue *q)
  * @work_tail: see @work
  * @done: completed pieces (a stack; order does not matter)
  * @stop: workers exit
- * @nr: number of workers
+ * @max: workers at most (the queue's depth, at most P2Z_POOL_MAX_WORKERS)
+ * @nr: workers started
+ * @idle: workers waiting for work
+ * @nr_work: pieces on @work
  * @tids: their ids
+ *
+ * Workers start lazily: a submission starts one when more pieces wait than
+ * workers are idle, up to @max, so that a queue that never overlaps two
+ * pieces costs one thread, and an unused queue none.
  */
 struct p2z_pool {
 	struct p2z_dev *dev;
@@ -407,7 +414,10 @@ struct p2z_pool {
 	struct p2z_io *work_tail;
 	struct p2z_io *done;
 	bool stop;
+	unsigned int max;
 	unsigned int nr;
+	unsigned int idle;
+	unsigned int nr_work;
 	pthread_t tids[P2Z_POOL_MAX_WORKERS];
 };
 
@@ -436,11 +446,15 @@ static void *p2z_pool_worker(void *arg)
 
 	pthread_mutex_lock(&pl->lock);
 	for (;;) {
-		while (!pl->work && !pl->stop)
+		while (!pl->work && !pl->stop) {
+			pl->idle++;
 			pthread_cond_wait(&pl->work_cv, &pl->lock);
+			pl->idle--;
+		}
 		if (!pl->work)
 			break;
 		io = pl->work;
+		pl->nr_work--;
 		pl->work = io->st.next;
 		if (!pl->work)
 			pl->work_tail = NULL;
@@ -476,25 +490,15 @@ static int p2z_pool_init(struct p2z_dev *dev, unsigned int depth, int efd,
 			 void **bqp)
 {
 	struct p2z_pool *pl = calloc(1, sizeof(*pl));
-	unsigned int want = depth < P2Z_POOL_MAX_WORKERS ? depth :
-							   P2Z_POOL_MAX_WORKERS;
-	int ret;
 
 	if (!pl)
 		return -ENOMEM;
 	pl->dev = dev;
 	pl->efd = efd;
+	pl->max = depth < P2Z_POOL_MAX_WORKERS ? depth : P2Z_POOL_MAX_WORKERS;
 	pthread_mutex_init(&pl->lock, NULL);
 	pthread_cond_init(&pl->work_cv, NULL);
 	pthread_cond_init(&pl->done_cv, NULL);
-	for (; pl->nr < want; pl->nr++) {
-		ret = pthread_create(&pl->tids[pl->nr], NULL, p2z_pool_worker,
-				     pl);
-		if (ret) {
-			p2z_pool_stop(pl);
-			return -ret;
-		}
-	}
 	*bqp = pl;
 	return 0;
 }
@@ -508,18 +512,31 @@ static void p2z_pool_exit(struct p2z_dev *dev, void *bq)
 static int p2z_pool_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 {
 	struct p2z_pool *pl = bq;
+	int ret = 0;
 
 	(void)dev;
 	io->st.next = NULL;
 	pthread_mutex_lock(&pl->lock);
-	if (pl->work_tail)
-		pl->work_tail->st.next = io;
-	else
-		pl->work = io;
-	pl->work_tail = io;
-	pthread_cond_signal(&pl->work_cv);
+	/* Start a worker when the idle ones cannot take this piece too. */
+	if (pl->nr_work >= pl->idle && pl->nr < pl->max) {
+		ret = -pthread_create(&pl->tids[pl->nr], NULL, p2z_pool_worker,
+				      pl);
+		if (!ret)
+			pl->nr++;
+		else if (pl->nr)
+			ret = 0; /* the running workers take it later */
+	}
+	if (!ret) {
+		if (pl->work_tail)
+			pl->work_tail->st.next = io;
+		else
+			pl->work = io;
+		pl->work_tail = io;
+		pl->nr_work++;
+		pthread_cond_signal(&pl->work_cv);
+	}
 	pthread_mutex_unlock(&pl->lock);
-	return 0;
+	return ret;
 }
 
 static int p2z_pool_reap(struct p2z_dev *dev, void *bq, bool wait)
