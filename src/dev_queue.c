@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "po2zfs/dev.h"
@@ -26,6 +27,8 @@
 
 #define P2Z_QUEUE_MAX_DEPTH 4096
 #define P2Z_POOL_MAX_WORKERS 8
+/* A pool worker idle for this long exits (the next piece starts one). */
+#define P2Z_POOL_IDLE_NS 1000000000L
 
 /**
  * struct p2z_piece - one piece in flight on the backend
@@ -395,14 +398,15 @@ unsigned int p2z_dev_queue_inflight(struct p2z_dev_queue *q)
  * @done: completed pieces (a stack; order does not matter)
  * @stop: workers exit
  * @max: workers at most (the queue's depth, at most P2Z_POOL_MAX_WORKERS)
- * @nr: workers started
+ * @nr: workers running
  * @idle: workers waiting for work
  * @nr_work: pieces on @work
- * @tids: their ids
  *
  * Workers start lazily: a submission starts one when more pieces wait than
  * workers are idle, up to @max, so that a queue that never overlaps two
- * pieces costs one thread, and an unused queue none.
+ * pieces costs one thread, and an unused queue none; a worker idle for
+ * P2Z_POOL_IDLE_NS exits. Workers are detached: stopping waits for @nr to
+ * drop to 0 (done_cv).
  */
 struct p2z_pool {
 	struct p2z_dev *dev;
@@ -418,7 +422,7 @@ struct p2z_pool {
 	unsigned int nr;
 	unsigned int idle;
 	unsigned int nr_work;
-	pthread_t tids[P2Z_POOL_MAX_WORKERS];
+	pthread_attr_t attr;
 };
 
 static ssize_t p2z_pool_run(struct p2z_dev *dev, struct p2z_io *io)
@@ -442,15 +446,24 @@ static ssize_t p2z_pool_run(struct p2z_dev *dev, struct p2z_io *io)
 static void *p2z_pool_worker(void *arg)
 {
 	struct p2z_pool *pl = arg;
+	struct timespec end;
 	struct p2z_io *io;
+	int ret = 0;
 
 	pthread_mutex_lock(&pl->lock);
 	for (;;) {
-		while (!pl->work && !pl->stop) {
+		clock_gettime(CLOCK_MONOTONIC, &end);
+		end.tv_nsec += P2Z_POOL_IDLE_NS % 1000000000L;
+		end.tv_sec += P2Z_POOL_IDLE_NS / 1000000000L +
+			      end.tv_nsec / 1000000000L;
+		end.tv_nsec %= 1000000000L;
+		while (!pl->work && !pl->stop && ret != ETIMEDOUT) {
 			pl->idle++;
-			pthread_cond_wait(&pl->work_cv, &pl->lock);
+			ret = pthread_cond_timedwait(&pl->work_cv, &pl->lock,
+						     &end);
 			pl->idle--;
 		}
+		ret = 0;
 		if (!pl->work)
 			break;
 		io = pl->work;
@@ -466,20 +479,22 @@ static void *p2z_pool_worker(void *arg)
 		pthread_cond_signal(&pl->done_cv);
 		eventfd_write(pl->efd, 1);
 	}
+	/* Idle too long, or stopping: the last one out wakes the stopper. */
+	if (!--pl->nr)
+		pthread_cond_broadcast(&pl->done_cv);
 	pthread_mutex_unlock(&pl->lock);
 	return NULL;
 }
 
 static void p2z_pool_stop(struct p2z_pool *pl)
 {
-	unsigned int i;
-
 	pthread_mutex_lock(&pl->lock);
 	pl->stop = true;
 	pthread_cond_broadcast(&pl->work_cv);
+	while (pl->nr)
+		pthread_cond_wait(&pl->done_cv, &pl->lock);
 	pthread_mutex_unlock(&pl->lock);
-	for (i = 0; i < pl->nr; i++)
-		pthread_join(pl->tids[i], NULL);
+	pthread_attr_destroy(&pl->attr);
 	pthread_cond_destroy(&pl->done_cv);
 	pthread_cond_destroy(&pl->work_cv);
 	pthread_mutex_destroy(&pl->lock);
@@ -490,6 +505,7 @@ static int p2z_pool_init(struct p2z_dev *dev, unsigned int depth, int efd,
 			 void **bqp)
 {
 	struct p2z_pool *pl = calloc(1, sizeof(*pl));
+	pthread_condattr_t ca;
 
 	if (!pl)
 		return -ENOMEM;
@@ -497,7 +513,12 @@ static int p2z_pool_init(struct p2z_dev *dev, unsigned int depth, int efd,
 	pl->efd = efd;
 	pl->max = depth < P2Z_POOL_MAX_WORKERS ? depth : P2Z_POOL_MAX_WORKERS;
 	pthread_mutex_init(&pl->lock, NULL);
-	pthread_cond_init(&pl->work_cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&pl->work_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_attr_init(&pl->attr);
+	pthread_attr_setdetachstate(&pl->attr, PTHREAD_CREATE_DETACHED);
 	pthread_cond_init(&pl->done_cv, NULL);
 	*bqp = pl;
 	return 0;
@@ -519,8 +540,9 @@ static int p2z_pool_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 	pthread_mutex_lock(&pl->lock);
 	/* Start a worker when the idle ones cannot take this piece too. */
 	if (pl->nr_work >= pl->idle && pl->nr < pl->max) {
-		ret = -pthread_create(&pl->tids[pl->nr], NULL, p2z_pool_worker,
-				      pl);
+		pthread_t tid;
+
+		ret = -pthread_create(&tid, &pl->attr, p2z_pool_worker, pl);
 		if (!ret)
 			pl->nr++;
 		else if (pl->nr)
