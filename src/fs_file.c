@@ -22,11 +22,23 @@
  * being the one at the write pointer; a write ahead of it is held until
  * its predecessors were written (for at most the hold bound,
  * P2Z_ZONE_HOLD_MS, then EINVAL: a writer with a gap), one behind it is
- * EINVAL at once, as in zonefs. A held write keeps its worker thread: the
- * kernel keeps at most P2Z_FS_MAX_BACKGROUND background requests at the
- * daemon, fewer than the P2Z_FS_MAX_THREADS workers, so one is always free
- * to receive the predecessor. Reads of one file and of many files are
- * served concurrently by the workers, with no lock beyond the zone's.
+ * EINVAL at once, as in zonefs. Writes are synchronous: a held write keeps
+ * its worker thread (of the session loop, fs_loop.c), having drained the
+ * worker's device queue first; the kernel keeps at most
+ * P2Z_FS_MAX_BACKGROUND background requests at the daemon, fewer than the
+ * P2Z_FS_MAX_THREADS workers, so one is always free to receive the
+ * predecessor.
+ *
+ * Reads are asynchronous on a loop worker (p2z_fs_read_async()): the
+ * zone reads of a READ go on the worker's own device queue
+ * (p2z_zone_read_submit(), no zone lock held while in flight) and the
+ * worker answers from their completion, so reads of one file and of many
+ * files overlap without a thread per read. A struct p2z_fs_rd owns the
+ * request and its pool buffer until the reply; nothing of the file
+ * (fi->fh) is read after a reply, which may let a release free it. A
+ * failed read is answered only once the worker's queue is drained, after
+ * its errors= policy ran. Without a loop worker (the first request, unit
+ * tests) a read is served synchronously.
  *
  * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
  */

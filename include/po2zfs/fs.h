@@ -53,7 +53,7 @@
  * left to receive the write they wait for.
  */
 #define P2Z_FS_MAX_BACKGROUND 24U
-/* Worker threads of the FUSE session loop at most. */
+/* Worker threads of the session loop (src/fs_loop.c). */
 #define P2Z_FS_MAX_THREADS 32U
 
 /**

@@ -905,7 +905,7 @@ START_TEST(test_emu_pool_lazy)
 	struct p2z_dev *dev = emu_dev(0);
 	unsigned int before = nr_tasks(), calls = 0, i;
 	struct p2z_dev_queue *q = qopen(dev, 16);
-	unsigned char *w = emu_buf(LBA), *r = emu_buf(LBA);
+	unsigned char *w = emu_buf(4096), *r = emu_buf(4096);
 	struct p2z_io io;
 
 	ck_assert_uint_eq(nr_tasks(), before);
