@@ -47,6 +47,8 @@
 #define P2Z_FS_QUEUE_DEPTH 32U
 /* How often a worker looks at the session's exit flag at least. */
 #define P2Z_FS_LOOP_TICK_MS 200
+/* Requests a worker receives in a row at most before epoll_wait(). */
+#define P2Z_FS_LOOP_BATCH 8U
 
 enum { P2Z_FS_EV_FUSE, P2Z_FS_EV_QUEUE, P2Z_FS_EV_STOP };
 
@@ -111,24 +113,34 @@ static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
 	eventfd_write(lp->stop_fd, 1);
 }
 
+/*
+ * Serve the requests waiting, up to P2Z_FS_LOOP_BATCH (one epoll_wait()
+ * each would cost a system call per request), reaping in between.
+ */
 static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 				  struct p2z_fs_worker *w)
 {
-	int ret = fuse_session_receive_buf(lp->se, &w->fbuf);
+	unsigned int i;
+	int ret;
 
-	if (ret == -EAGAIN || ret == -EINTR)
-		return;
-	if (ret <= 0 || fuse_session_exited(lp->se)) {
-		/* 0: unmounted (ENODEV) or exited by a signal */
-		if (ret < 0)
-			p2z_log(LOG_ERR, "reading /dev/fuse: %s",
-				strerror(-ret));
-		p2z_fs_loop_stop(lp);
-		return;
+	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++) {
+		ret = fuse_session_receive_buf(lp->se, &w->fbuf);
+		if (ret == -EAGAIN || ret == -EINTR)
+			return;
+		if (ret <= 0 || fuse_session_exited(lp->se)) {
+			/* 0: unmounted (ENODEV) or exited by a signal */
+			if (ret < 0)
+				p2z_log(LOG_ERR, "reading /dev/fuse: %s",
+					strerror(-ret));
+			p2z_fs_loop_stop(lp);
+			return;
+		}
+		if (!p2z_fs_buf_is_read(&w->fbuf))
+			p2z_fs_worker_drain(w);
+		fuse_session_process_buf(lp->se, &w->fbuf);
+		if (p2z_dev_queue_inflight(w->q))
+			p2z_dev_queue_reap(w->q, 0);
 	}
-	if (!p2z_fs_buf_is_read(&w->fbuf))
-		p2z_fs_worker_drain(w);
-	fuse_session_process_buf(lp->se, &w->fbuf);
 }
 
 static int p2z_fs_epoll_add(int epfd, int fd, uint32_t events, uint32_t tag)
