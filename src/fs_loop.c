@@ -56,6 +56,7 @@ struct p2z_fs_loop {
 	struct p2z_fs *fs;
 	struct fuse_session *se;
 	int stop_fd;
+	int err; /* a worker could not run: -errno */
 	struct p2z_fs_worker *workers;
 	unsigned int nr;
 };
@@ -166,6 +167,7 @@ static void *p2z_fs_worker_run(void *arg)
 	if (n) {
 		p2z_log(LOG_ERR, "opening a worker's device queue: %s",
 			strerror(-n));
+		__atomic_store_n(&lp->err, n, __ATOMIC_RELAXED);
 		p2z_fs_loop_stop(lp);
 		p2z_dev_queue_close(w->q);
 		return NULL;
@@ -256,5 +258,5 @@ int p2z_fs_loop(struct p2z_fs *fs)
 		p2z_fs_worker_exit(&lp.workers[i]);
 	free(lp.workers);
 	close(lp.stop_fd);
-	return ret;
+	return ret ? ret : __atomic_load_n(&lp.err, __ATOMIC_RELAXED);
 }
