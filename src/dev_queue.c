@@ -18,6 +18,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "po2zfs/dev.h"
@@ -25,7 +26,10 @@
 #include "dev_priv.h"
 
 #define P2Z_QUEUE_MAX_DEPTH 4096
-#define P2Z_POOL_MAX_WORKERS 8
+/* Pool workers per device at most (all its queues together). */
+#define P2Z_POOL_MAX_WORKERS 16
+/* A pool worker idle for this long exits (the next piece starts one). */
+#define P2Z_POOL_IDLE_NS 1000000000L
 
 /**
  * struct p2z_piece - one piece in flight on the backend
@@ -379,37 +383,66 @@ unsigned int p2z_dev_queue_inflight(struct p2z_dev_queue *q)
 
 /*
  * The worker pool: the asynchronous ops of a backend without any (emu),
- * running its synchronous ops on a few threads of the queue's own, so that
- * the requests of one queue overlap on the device (emu with -o direct).
+ * running its synchronous ops on a few threads, so that the requests of
+ * the queues overlap on the device (emu with -o direct). One pool per
+ * device, shared by all its queues: a daemon with a queue per FUSE worker
+ * would otherwise multiply the pool threads by its workers.
  */
 
 /**
- * struct p2z_pool - workers of one queue
+ * struct p2z_pool - the workers of one device, shared by its queues
  * @dev: device
- * @efd: the queue's eventfd
- * @lock: guards @work, @done and @stop
+ * @next: list of the pools (p2z_pools)
+ * @refs: queues using it; guarded by p2z_pools_lock
+ * @lock: guards everything below and every queue's struct p2z_pool_q
  * @work_cv: signalled when work arrives or @stop is set
- * @done_cv: signalled when a piece completes
+ * @exit_cv: signalled when @nr drops to 0
  * @work: pieces to run (head, tail)
  * @work_tail: see @work
- * @done: completed pieces (a stack; order does not matter)
  * @stop: workers exit
- * @nr: number of workers
- * @tids: their ids
+ * @nr: workers running
+ * @idle: workers waiting for work
+ * @nr_work: pieces on @work
+ * @attr: detached threads
+ *
+ * Workers start lazily: a submission starts one when more pieces wait than
+ * workers are idle, up to P2Z_POOL_MAX_WORKERS, so that a device that never
+ * overlaps two pieces costs one thread, and one without any queue in use
+ * none; a worker idle for P2Z_POOL_IDLE_NS exits. Workers are detached:
+ * stopping waits for @nr to drop to 0.
  */
 struct p2z_pool {
 	struct p2z_dev *dev;
-	int efd;
+	struct p2z_pool *next;
+	unsigned int refs;
 	pthread_mutex_t lock;
 	pthread_cond_t work_cv;
-	pthread_cond_t done_cv;
+	pthread_cond_t exit_cv;
 	struct p2z_io *work;
 	struct p2z_io *work_tail;
-	struct p2z_io *done;
 	bool stop;
 	unsigned int nr;
-	pthread_t tids[P2Z_POOL_MAX_WORKERS];
+	unsigned int idle;
+	unsigned int nr_work;
+	pthread_attr_t attr;
 };
+
+/**
+ * struct p2z_pool_q - one queue's side of its device's pool
+ * @pl: the pool
+ * @efd: the queue's eventfd
+ * @done_cv: signalled when a piece of this queue completes
+ * @done: its completed pieces (a stack; order does not matter)
+ */
+struct p2z_pool_q {
+	struct p2z_pool *pl;
+	int efd;
+	pthread_cond_t done_cv;
+	struct p2z_io *done;
+};
+
+static pthread_mutex_t p2z_pools_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct p2z_pool *p2z_pools;
 
 static ssize_t p2z_pool_run(struct p2z_dev *dev, struct p2z_io *io)
 {
@@ -429,111 +462,203 @@ static ssize_t p2z_pool_run(struct p2z_dev *dev, struct p2z_io *io)
 	return -EINVAL;
 }
 
+/* Wait for work, at most P2Z_POOL_IDLE_NS; pl->lock held. */
+static void p2z_pool_wait(struct p2z_pool *pl)
+{
+	struct timespec end;
+	int ret = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &end);
+	end.tv_nsec += P2Z_POOL_IDLE_NS % 1000000000L;
+	end.tv_sec +=
+		P2Z_POOL_IDLE_NS / 1000000000L + end.tv_nsec / 1000000000L;
+	end.tv_nsec %= 1000000000L;
+	while (!pl->work && !pl->stop && ret != ETIMEDOUT) {
+		pl->idle++;
+		ret = pthread_cond_timedwait(&pl->work_cv, &pl->lock, &end);
+		pl->idle--;
+	}
+}
+
 static void *p2z_pool_worker(void *arg)
 {
 	struct p2z_pool *pl = arg;
+	struct p2z_pool_q *pq;
 	struct p2z_io *io;
 
 	pthread_mutex_lock(&pl->lock);
 	for (;;) {
-		while (!pl->work && !pl->stop)
-			pthread_cond_wait(&pl->work_cv, &pl->lock);
+		p2z_pool_wait(pl);
 		if (!pl->work)
 			break;
 		io = pl->work;
+		pl->nr_work--;
 		pl->work = io->st.next;
 		if (!pl->work)
 			pl->work_tail = NULL;
 		pthread_mutex_unlock(&pl->lock);
 		io->ret = p2z_pool_run(pl->dev, io);
+		/* The pool sees pieces only (p2z_q_kick()). */
+		pq = ((struct p2z_piece *)io)->q->bq;
 		pthread_mutex_lock(&pl->lock);
-		io->st.next = pl->done;
-		pl->done = io;
-		pthread_cond_signal(&pl->done_cv);
-		eventfd_write(pl->efd, 1);
+		io->st.next = pq->done;
+		pq->done = io;
+		pthread_cond_signal(&pq->done_cv);
+		eventfd_write(pq->efd, 1);
 	}
+	/* Idle too long, or stopping: the last one out wakes the stopper. */
+	if (!--pl->nr)
+		pthread_cond_broadcast(&pl->exit_cv);
 	pthread_mutex_unlock(&pl->lock);
 	return NULL;
 }
 
-static void p2z_pool_stop(struct p2z_pool *pl)
+static void p2z_pool_free(struct p2z_pool *pl)
 {
-	unsigned int i;
-
 	pthread_mutex_lock(&pl->lock);
 	pl->stop = true;
 	pthread_cond_broadcast(&pl->work_cv);
+	while (pl->nr)
+		pthread_cond_wait(&pl->exit_cv, &pl->lock);
 	pthread_mutex_unlock(&pl->lock);
-	for (i = 0; i < pl->nr; i++)
-		pthread_join(pl->tids[i], NULL);
-	pthread_cond_destroy(&pl->done_cv);
+	pthread_attr_destroy(&pl->attr);
+	pthread_cond_destroy(&pl->exit_cv);
 	pthread_cond_destroy(&pl->work_cv);
 	pthread_mutex_destroy(&pl->lock);
 	free(pl);
 }
 
+static struct p2z_pool *p2z_pool_new(struct p2z_dev *dev)
+{
+	struct p2z_pool *pl = calloc(1, sizeof(*pl));
+	pthread_condattr_t ca;
+
+	if (!pl)
+		return NULL;
+	pl->dev = dev;
+	pthread_mutex_init(&pl->lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&pl->work_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	pthread_cond_init(&pl->exit_cv, NULL);
+	pthread_attr_init(&pl->attr);
+	pthread_attr_setdetachstate(&pl->attr, PTHREAD_CREATE_DETACHED);
+	return pl;
+}
+
+/* The device's pool, one more reference; NULL: out of memory. */
+static struct p2z_pool *p2z_pool_get(struct p2z_dev *dev)
+{
+	struct p2z_pool *pl;
+
+	pthread_mutex_lock(&p2z_pools_lock);
+	for (pl = p2z_pools; pl && pl->dev != dev; pl = pl->next)
+		;
+	if (!pl) {
+		pl = p2z_pool_new(dev);
+		if (pl) {
+			pl->next = p2z_pools;
+			p2z_pools = pl;
+		}
+	}
+	if (pl)
+		pl->refs++;
+	pthread_mutex_unlock(&p2z_pools_lock);
+	return pl;
+}
+
+static void p2z_pool_put(struct p2z_pool *pl)
+{
+	struct p2z_pool **pp;
+
+	pthread_mutex_lock(&p2z_pools_lock);
+	if (--pl->refs) {
+		pl = NULL;
+	} else {
+		for (pp = &p2z_pools; *pp != pl; pp = &(*pp)->next)
+			;
+		*pp = pl->next;
+	}
+	pthread_mutex_unlock(&p2z_pools_lock);
+	if (pl)
+		p2z_pool_free(pl);
+}
+
 static int p2z_pool_init(struct p2z_dev *dev, unsigned int depth, int efd,
 			 void **bqp)
 {
-	struct p2z_pool *pl = calloc(1, sizeof(*pl));
-	unsigned int want = depth < P2Z_POOL_MAX_WORKERS ? depth :
-							   P2Z_POOL_MAX_WORKERS;
-	int ret;
+	struct p2z_pool_q *pq = calloc(1, sizeof(*pq));
 
-	if (!pl)
+	(void)depth;
+	if (!pq)
 		return -ENOMEM;
-	pl->dev = dev;
-	pl->efd = efd;
-	pthread_mutex_init(&pl->lock, NULL);
-	pthread_cond_init(&pl->work_cv, NULL);
-	pthread_cond_init(&pl->done_cv, NULL);
-	for (; pl->nr < want; pl->nr++) {
-		ret = pthread_create(&pl->tids[pl->nr], NULL, p2z_pool_worker,
-				     pl);
-		if (ret) {
-			p2z_pool_stop(pl);
-			return -ret;
-		}
+	pq->pl = p2z_pool_get(dev);
+	if (!pq->pl) {
+		free(pq);
+		return -ENOMEM;
 	}
-	*bqp = pl;
+	pq->efd = efd;
+	pthread_cond_init(&pq->done_cv, NULL);
+	*bqp = pq;
 	return 0;
 }
 
 static void p2z_pool_exit(struct p2z_dev *dev, void *bq)
 {
+	struct p2z_pool_q *pq = bq;
+
 	(void)dev;
-	p2z_pool_stop(bq);
+	p2z_pool_put(pq->pl);
+	pthread_cond_destroy(&pq->done_cv);
+	free(pq);
 }
 
 static int p2z_pool_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 {
-	struct p2z_pool *pl = bq;
+	struct p2z_pool_q *pq = bq;
+	struct p2z_pool *pl = pq->pl;
+	int ret = 0;
 
 	(void)dev;
 	io->st.next = NULL;
 	pthread_mutex_lock(&pl->lock);
-	if (pl->work_tail)
-		pl->work_tail->st.next = io;
-	else
-		pl->work = io;
-	pl->work_tail = io;
-	pthread_cond_signal(&pl->work_cv);
+	/* Start a worker when the idle ones cannot take this piece too. */
+	if (pl->nr_work >= pl->idle && pl->nr < P2Z_POOL_MAX_WORKERS) {
+		pthread_t tid;
+
+		ret = -pthread_create(&tid, &pl->attr, p2z_pool_worker, pl);
+		if (!ret)
+			pl->nr++;
+		else if (pl->nr)
+			ret = 0; /* the running workers take it later */
+	}
+	if (!ret) {
+		if (pl->work_tail)
+			pl->work_tail->st.next = io;
+		else
+			pl->work = io;
+		pl->work_tail = io;
+		pl->nr_work++;
+		pthread_cond_signal(&pl->work_cv);
+	}
 	pthread_mutex_unlock(&pl->lock);
-	return 0;
+	return ret;
 }
 
 static int p2z_pool_reap(struct p2z_dev *dev, void *bq, bool wait)
 {
-	struct p2z_pool *pl = bq;
+	struct p2z_pool_q *pq = bq;
+	struct p2z_pool *pl = pq->pl;
 	struct p2z_io *io, *next;
 	int n = 0;
 
 	(void)dev;
 	pthread_mutex_lock(&pl->lock);
-	while (wait && !pl->done)
-		pthread_cond_wait(&pl->done_cv, &pl->lock);
-	io = pl->done;
-	pl->done = NULL;
+	while (wait && !pq->done)
+		pthread_cond_wait(&pq->done_cv, &pl->lock);
+	io = pq->done;
+	pq->done = NULL;
 	pthread_mutex_unlock(&pl->lock);
 	for (; io; io = next, n++) {
 		next = io->st.next;

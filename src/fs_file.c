@@ -22,11 +22,23 @@
  * being the one at the write pointer; a write ahead of it is held until
  * its predecessors were written (for at most the hold bound,
  * P2Z_ZONE_HOLD_MS, then EINVAL: a writer with a gap), one behind it is
- * EINVAL at once, as in zonefs. A held write keeps its worker thread: the
- * kernel keeps at most P2Z_FS_MAX_BACKGROUND background requests at the
- * daemon, fewer than the P2Z_FS_MAX_THREADS workers, so one is always free
- * to receive the predecessor. Reads of one file and of many files are
- * served concurrently by the workers, with no lock beyond the zone's.
+ * EINVAL at once, as in zonefs. Writes are synchronous: a held write keeps
+ * its worker thread (of the session loop, fs_loop.c), having drained the
+ * worker's device queue first; the kernel keeps at most
+ * P2Z_FS_MAX_BACKGROUND background requests at the daemon, fewer than the
+ * P2Z_FS_MAX_THREADS workers, so one is always free to receive the
+ * predecessor.
+ *
+ * Reads are asynchronous on a loop worker (p2z_fs_read_async()): the
+ * zone reads of a READ go on the worker's own device queue
+ * (p2z_zone_read_submit(), no zone lock held while in flight) and the
+ * worker answers from their completion, so reads of one file and of many
+ * files overlap without a thread per read. A struct p2z_fs_rd owns the
+ * request and its pool buffer until the reply; nothing of the file
+ * (fi->fh) is read after a reply, which may let a release free it. A
+ * failed read is answered only once the worker's queue is drained, after
+ * its errors= policy ran. Without a loop worker (the first request, unit
+ * tests) a read is served synchronously.
  *
  * Every handler replies exactly once, through the p2z_fs_reply_*() helpers.
  */
@@ -306,10 +318,211 @@ static ssize_t p2z_fs_read_node(struct p2z_fs *fs, const struct p2z_fs_node *n,
 					    (ssize_t)size;
 }
 
+/* The answer of a read done: p2z_fs_read_node()'s length rule. */
+static ssize_t p2z_fs_read_len(size_t got, size_t skip, size_t size)
+{
+	if (got <= skip)
+		return 0;
+	return got - skip < size ? (ssize_t)(got - skip) : (ssize_t)size;
+}
+
+/* Reply, count, free; then the zone's changes (after the reply). */
+static void p2z_fs_read_reply(struct p2z_fs_rd *rd, ssize_t ret)
+{
+	struct p2z_fs *fs = rd->fs;
+	struct p2z_fs_node n = rd->n;
+	uint64_t err_zidx = rd->err ? rd->err_zidx : UINT64_MAX;
+	bool after = ret < 0;
+
+	if (ret >= 0)
+		ret = p2z_fs_read_len((size_t)ret, rd->skip, rd->size);
+	p2z_fs_count(fs, P2Z_FS_STAT_READ, rd->t0, ret);
+	p2z_fs_reply_data(rd->req, ret, rd->buf + rd->skip);
+	p2z_fs_buf_put(fs, rd->buf);
+	free(rd);
+	if (!after)
+		return;
+	/* A po2 read failed in the zone err_zidx: its own file may change. */
+	if (n.kind == P2Z_FS_PO2 && err_zidx != UINT64_MAX)
+		p2z_fs_inval_changed(fs, err_zidx);
+	else
+		p2z_fs_after_io(fs, &n);
+}
+
+void p2z_fs_read_finish(struct p2z_fs_rd *rd)
+{
+	ssize_t ret = p2z_zone_read_error(rd->fs->zt, rd->err_zidx, rd->err_ofs,
+					  rd->err);
+
+	/* An offline zone cannot be read, in any view. */
+	if (rd->n.kind == P2Z_FS_PO2 && ret == -EPERM)
+		ret = -EIO;
+	p2z_fs_read_reply(rd, ret);
+}
+
+/*
+ * Drop a reference of a read: the last one answers it, or, after an
+ * error, leaves it to the worker once its queue is drained.
+ */
+static void p2z_fs_rd_put(struct p2z_fs_rd *rd)
+{
+	if (--rd->pending)
+		return;
+	if (rd->err)
+		p2z_fs_worker_defer(p2z_fs_worker_self(), rd);
+	else
+		p2z_fs_read_reply(rd, (ssize_t)rd->len);
+}
+
+static void p2z_fs_rd_piece_done(struct p2z_fs_rd *rd, struct p2z_zone_rd *zr,
+				 ssize_t ret)
+{
+	char *end = (char *)zr->io.buf + zr->n;
+
+	if (ret < 0 && !rd->err) {
+		rd->err = ret;
+		rd->err_zidx = zr->zidx;
+		rd->err_ofs = zr->ofs;
+	}
+	/* A zone file's read ends at its size; po2 has zeros after it. */
+	if (ret >= 0 && rd->n.kind == P2Z_FS_ZONE)
+		rd->len = (size_t)ret;
+	else if (ret >= 0)
+		memset(end, 0, (size_t)((char *)zr->private - end));
+}
+
+static void p2z_fs_rd_end_io(struct p2z_zone_rd *zr, ssize_t ret)
+{
+	struct p2z_fs_rd *rd = zr->io.private;
+
+	p2z_fs_rd_piece_done(rd, zr, ret);
+	free(zr);
+	p2z_fs_rd_put(rd);
+}
+
+/* Start the read of [ofs, ofs + len) of a zone into buf. */
+static void p2z_fs_rd_piece(struct p2z_fs_rd *rd, struct p2z_fs_worker *w,
+			    uint64_t zidx, char *buf, size_t len, uint64_t ofs)
+{
+	struct p2z_zone_rd *zr = calloc(1, sizeof(*zr));
+	ssize_t ret;
+
+	if (!zr) {
+		rd->err = rd->err ? rd->err : -ENOMEM;
+		return;
+	}
+	zr->end_io = p2z_fs_rd_end_io;
+	zr->private = buf + len; /* the end of the piece, for po2's zeros */
+	rd->pending++;
+	ret = p2z_zone_read_submit(rd->fs->zt, w->q, zr, zidx, buf, len, ofs);
+	if (ret == -EINPROGRESS) {
+		zr->io.private = rd;
+		return;
+	}
+	zr->zidx = zidx;
+	zr->ofs = ofs;
+	zr->io.buf = buf;
+	p2z_fs_rd_piece_done(rd, zr, ret);
+	free(zr);
+	rd->pending--;
+}
+
+/* The piece of [ofs, ofs + len) of po2 in the zone holding ofs (po2.c). */
+static int p2z_fs_po2_piece(struct p2z_zone_table *zt, uint64_t ofs, size_t len,
+			    uint64_t *zidx, struct p2z_geom_piece *pc)
+{
+	const struct p2z_geom *g = &zt->geom;
+	struct p2z_zone_state zs;
+	int ret;
+
+	ret = p2z_geom_po2_zone_of_byte(g, ofs, zidx);
+	if (!ret)
+		ret = p2z_zone_get_state(zt, *zidx, false, &zs);
+	if (!ret)
+		ret = p2z_geom_po2_piece(g, ofs, len,
+					 zs.cap_bytes / g->lba_bytes, pc);
+	return ret ? -EIO : 0;
+}
+
+/* p2z_po2_read(), its zone pieces on the worker's queue. */
+static void p2z_fs_rd_po2(struct p2z_fs_rd *rd, struct p2z_fs_worker *w,
+			  uint64_t a, uint64_t len)
+{
+	uint64_t end = p2z_geom_po2_bytes(&rd->fs->zt->geom);
+	size_t done = 0;
+
+	if (a >= end)
+		return;
+	if (len > end - a)
+		len = end - a;
+	while (done < len && !rd->err) {
+		struct p2z_geom_piece pc;
+		uint64_t zidx;
+
+		if (p2z_fs_po2_piece(rd->fs->zt, a + done, len - done, &zidx,
+				     &pc)) {
+			rd->err = -EIO;
+			rd->err_zidx = UINT64_MAX;
+			break;
+		}
+		if (pc.gap)
+			memset(rd->buf + done, 0, pc.len);
+		else
+			p2z_fs_rd_piece(rd, w, zidx, rd->buf + done, pc.len,
+					pc.zone_ofs);
+		done += pc.len;
+	}
+	rd->len = done;
+}
+
+/*
+ * A READ on a worker of the session loop: the device reads go on the
+ * worker's queue and the reply comes from their completion. fi is not
+ * used: the file may be released once the reply is out.
+ */
+static void p2z_fs_read_async(fuse_req_t req, struct p2z_fs_worker *w,
+			      struct p2z_fs_node *n, size_t size, off_t off)
+{
+	struct p2z_fs *fs = p2z_fs_of(req);
+	uint64_t lba = fs->geom->lba_bytes;
+	struct p2z_fs_rd *rd = calloc(1, sizeof(*rd));
+	uint64_t a, e;
+
+	if (rd)
+		rd->buf = p2z_fs_buf_get(fs);
+	if (!rd || !rd->buf) {
+		free(rd);
+		p2z_fs_reply_data(req, -ENOMEM, NULL);
+		return;
+	}
+	rd->fs = fs;
+	rd->req = req;
+	rd->n = *n;
+	rd->t0 = p2z_stat_now();
+	rd->pending = 1;
+	rd->err_zidx = n->zidx;
+	if (size > P2Z_FS_MAX_WRITE)
+		size = P2Z_FS_MAX_WRITE;
+	rd->size = size;
+	if (!size || (uint64_t)off > UINT64_MAX - size - lba) {
+		p2z_fs_rd_put(rd);
+		return;
+	}
+	a = (uint64_t)off / lba * lba;
+	e = ((uint64_t)off + size + lba - 1) / lba * lba;
+	rd->skip = (uint64_t)off - a;
+	if (n->kind == P2Z_FS_ZONE)
+		p2z_fs_rd_piece(rd, w, n->zidx, rd->buf, e - a, a);
+	else
+		p2z_fs_rd_po2(rd, w, a, e - a);
+	p2z_fs_rd_put(rd);
+}
+
 void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		 struct fuse_file_info *fi)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
+	struct p2z_fs_worker *w = p2z_fs_worker_self();
 	struct p2z_fs_node n = { 0 };
 	uint64_t t0 = p2z_stat_now();
 	uint64_t err_zidx = UINT64_MAX;
@@ -318,8 +531,15 @@ void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 	char *buf;
 
 	(void)fi;
+	ret = p2z_fs_node_of(fs, ino, &n);
+	if (!ret && w && off >= 0 &&
+	    (n.kind == P2Z_FS_ZONE || n.kind == P2Z_FS_PO2)) {
+		p2z_fs_read_async(req, w, &n, size, off);
+		return;
+	}
 	buf = p2z_fs_buf_get(fs);
-	ret = buf ? p2z_fs_node_of(fs, ino, &n) : -ENOMEM;
+	if (!buf && !ret)
+		ret = -ENOMEM;
 	if (!ret)
 		ret = p2z_fs_read_node(fs, &n, buf, size, off, &skip,
 				       &err_zidx);

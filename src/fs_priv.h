@@ -99,6 +99,47 @@ struct p2z_fs {
 	struct p2z_stat stats[P2Z_FS_STAT_NR];
 };
 
+struct p2z_fs_loop;
+struct p2z_fs_rd;
+
+/*
+ * A worker of the session loop (fs_loop.c): its epoll set, its own device
+ * queue, the buffer libfuse receives into, and the failed reads waiting
+ * for the queue to drain before their errors= policy runs. Touched by its
+ * own thread only.
+ */
+struct p2z_fs_worker {
+	struct p2z_fs_loop *loop;
+	pthread_t tid;
+	int epfd;
+	struct p2z_dev_queue *q;
+	struct fuse_buf fbuf;
+	struct p2z_fs_rd *deferred;
+	struct p2z_fs_rd *defer_tail;
+};
+
+/*
+ * An asynchronous READ (fs_file.c): the request, the buffer, and the zone
+ * reads in flight for it (one for a zone file, one per zone for po2).
+ * @pending counts them plus the submitter's reference; the last one to
+ * drop it answers, or hands it to p2z_fs_worker_defer() after an error.
+ */
+struct p2z_fs_rd {
+	struct p2z_fs *fs;
+	fuse_req_t req;
+	struct p2z_fs_node n;
+	char *buf;
+	size_t size; /* requested */
+	size_t skip; /* offset of the requested data in buf */
+	size_t len; /* bytes read into buf (LBA aligned range) */
+	uint64_t t0;
+	unsigned int pending;
+	ssize_t err; /* first raw error, 0 */
+	uint64_t err_zidx;
+	uint64_t err_ofs;
+	struct p2z_fs_rd *next; /* on the worker's deferred list */
+};
+
 /* Replies: the only place that calls fuse_reply_*(). */
 
 static inline void p2z_fs_reply_err(fuse_req_t req, int ret)
@@ -262,6 +303,36 @@ void p2z_fs_inval_reset(struct p2z_fs *fs, const struct p2z_fs_node *n);
  * Only with explicit-open, bounded (see fs_file.c).
  */
 void p2z_fs_wait_releases(struct p2z_fs *fs);
+
+/**
+ * p2z_fs_read_finish() - answer an asynchronous read that failed
+ * @rd: the read, nothing of it in flight; freed
+ *
+ * Runs the errors= policy: call it only with the worker's queue drained.
+ */
+void p2z_fs_read_finish(struct p2z_fs_rd *rd);
+
+/* fs_loop.c */
+
+/**
+ * p2z_fs_worker_self() - the session loop's worker running this thread
+ *
+ * Return: it, or NULL (not a worker: unit tests, the first request).
+ */
+struct p2z_fs_worker *p2z_fs_worker_self(void);
+
+/**
+ * p2z_fs_worker_defer() - finish a failed read once the queue is drained
+ * @w: the calling thread's worker
+ * @rd: the read, nothing of it in flight
+ */
+void p2z_fs_worker_defer(struct p2z_fs_worker *w, struct p2z_fs_rd *rd);
+
+/**
+ * p2z_fs_worker_drain() - complete everything in flight on a worker's queue
+ * @w: the calling thread's worker
+ */
+void p2z_fs_worker_drain(struct p2z_fs_worker *w);
 
 /* The file handlers, for p2z_fs_ops (fuse_lowlevel.h documents them). */
 void p2z_fs_open(fuse_req_t req, fuse_ino_t ino, struct fuse_file_info *fi);

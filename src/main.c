@@ -35,13 +35,6 @@
 #define P2Z_EXIT_USAGE 1
 #define P2Z_EXIT_FAIL 32
 
-/*
- * Workers kept waiting once a burst is over: libfuse 3.14 keeps every
- * thread it ever started by default, and 17 idle workers made single
- * stream writes 10-25% slower after a 4-writer burst (contrib/bench).
- */
-#define P2Z_IDLE_THREADS 4
-
 struct p2z_main_opts {
 	const char *device;
 	const char *mountpoint;
@@ -222,10 +215,8 @@ static int p2z_fuse_args(struct p2z_main_opts *o, const char *prog,
 	return 0;
 }
 
-static int p2z_serve(struct fuse_session *se, struct p2z_fs *fs,
-		     const struct p2z_main_opts *o)
+static int p2z_serve(struct p2z_fs *fs, const struct p2z_main_opts *o)
 {
-	struct fuse_loop_config *cfg;
 	int ret;
 
 	if (!o->foreground)
@@ -235,15 +226,9 @@ static int p2z_serve(struct fuse_session *se, struct p2z_fs *fs,
 	/* After the fork: syslog's pid is the daemon's. */
 	p2z_log(LOG_INFO, "%s: mounted %s%s", o->mountpoint_abs, o->device,
 		o->opts.zone.rdonly ? " read-only" : "");
-	cfg = fuse_loop_cfg_create();
-	if (!cfg)
-		return -ENOMEM;
-	fuse_loop_cfg_set_max_threads(cfg, P2Z_FS_MAX_THREADS);
-	fuse_loop_cfg_set_idle_threads(cfg, P2Z_IDLE_THREADS);
 	p2z_fs_serve_init(fs, o->mountpoint_abs);
-	/* A signal (SIGTERM, SIGINT) ends the loop with its positive number. */
-	ret = fuse_session_loop_mt(se, cfg);
-	fuse_loop_cfg_destroy(cfg);
+	/* A signal (SIGTERM, SIGINT) or the unmount ends the loop. */
+	ret = p2z_fs_loop(fs);
 	return ret < 0 ? -EIO : 0;
 }
 
@@ -272,7 +257,7 @@ static int p2z_mount_and_serve(struct p2z_main_opts *o, struct p2z_fs *fs,
 	    !o->opts.zone.rdonly)
 		p2z_remount_identify(rm);
 	p2z_remount_arm(rm, true);
-	ret = p2z_serve(se, fs, o);
+	ret = p2z_serve(fs, o);
 	p2z_remount_arm(rm, false);
 	fuse_session_unmount(se);
 	p2z_log(LOG_INFO, "%s: unmounted %s", o->mountpoint_abs, o->device);

@@ -117,11 +117,16 @@ static int p2z_zone_init_locks(struct p2z_zone *z)
 	ret = pthread_mutex_init(&z->lock, NULL);
 	if (ret)
 		goto out_destroy_wr_lock;
-	ret = -p2z_zone_seq_init(z);
+	ret = pthread_cond_init(&z->rd_cond, NULL);
 	if (ret)
 		goto out_destroy_lock;
+	ret = -p2z_zone_seq_init(z);
+	if (ret)
+		goto out_destroy_rd_cond;
 	return 0;
 
+out_destroy_rd_cond:
+	pthread_cond_destroy(&z->rd_cond);
 out_destroy_lock:
 	pthread_mutex_destroy(&z->lock);
 out_destroy_wr_lock:
@@ -134,6 +139,7 @@ out_destroy_io_lock:
 static void p2z_zone_exit_locks(struct p2z_zone *z)
 {
 	p2z_zone_seq_destroy(z);
+	pthread_cond_destroy(&z->rd_cond);
 	pthread_mutex_destroy(&z->lock);
 	pthread_mutex_destroy(&z->wr_lock);
 	pthread_rwlock_destroy(&z->io_lock);
@@ -487,6 +493,111 @@ out_unlock:
 	return ret;
 }
 
+void __p2z_zone_drain_reads(struct p2z_zone *z)
+{
+	pthread_mutex_lock(&z->lock);
+	while (z->rd_inflight)
+		pthread_cond_wait(&z->rd_cond, &z->lock);
+	pthread_mutex_unlock(&z->lock);
+}
+
+ssize_t p2z_zone_read_error(struct p2z_zone_table *zt, uint64_t zidx,
+			    uint64_t ofs, ssize_t err)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+
+	if (!z || err >= 0 || err == -EPERM || !p2z_zone_err_is_io((int)err))
+		return err;
+	p2z_log(LOG_ERR, "zone %" PRIu64 ": read at %" PRIu64 " failed (%zd)",
+		zidx, ofs, err);
+	p2z_zone_error(zt, z, zidx, false);
+	return -EIO;
+}
+
+static void p2z_zone_read_end_io(struct p2z_io *io)
+{
+	struct p2z_zone_rd *rd = (struct p2z_zone_rd *)io;
+	struct p2z_zone *z = &rd->zt->zones[rd->zidx];
+	ssize_t ret = io->ret;
+
+	pthread_mutex_lock(&z->lock);
+	if (!--z->rd_inflight)
+		pthread_cond_broadcast(&z->rd_cond);
+	pthread_mutex_unlock(&z->lock);
+	if (ret >= 0 && (size_t)ret != rd->dn)
+		ret = -EIO;
+	if (ret >= 0) {
+		memset((char *)io->buf + rd->dn, 0, rd->n - rd->dn);
+		ret = (ssize_t)rd->n;
+	}
+	rd->end_io(rd, ret);
+}
+
+/* Reap @q until nothing of it is in flight (its end_io calls never block). */
+static void p2z_zone_drain_queue(struct p2z_dev_queue *q)
+{
+	while (p2z_dev_queue_inflight(q))
+		p2z_dev_queue_reap(q, 1);
+}
+
+ssize_t p2z_zone_read_submit(struct p2z_zone_table *zt, struct p2z_dev_queue *q,
+			     struct p2z_zone_rd *rd, uint64_t zidx, void *buf,
+			     size_t len, uint64_t ofs)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+	uint64_t size, data;
+	ssize_t ret = 0;
+
+	if (!z || !p2z_zone_is_aligned(zt, ofs) ||
+	    !p2z_zone_is_aligned(zt, len))
+		return -EINVAL;
+	/* A reset or errors= drain waits: let it see our reads end first. */
+	if (pthread_rwlock_tryrdlock(&z->io_lock)) {
+		p2z_zone_drain_queue(q);
+		pthread_rwlock_rdlock(&z->io_lock);
+	}
+	pthread_mutex_lock(&z->lock);
+	size = z->size_bytes;
+	data = z->data_bytes;
+	if (z->flags & P2Z_ZONE_F_OFFLINE)
+		ret = -EPERM;
+	rd->zt = zt;
+	rd->zidx = zidx;
+	rd->ofs = ofs;
+	rd->n = 0;
+	rd->dn = 0;
+	if (!ret && ofs < size && len) {
+		rd->n = size - ofs < len ? size - ofs : len;
+		rd->dn = ofs >= data ?
+				 0 :
+				 (data - ofs < rd->n ? data - ofs : rd->n);
+	}
+	if (rd->dn)
+		z->rd_inflight++;
+	pthread_mutex_unlock(&z->lock);
+	pthread_rwlock_unlock(&z->io_lock);
+	if (ret)
+		return ret;
+	if (!rd->dn) {
+		memset(buf, 0, rd->n);
+		return (ssize_t)rd->n;
+	}
+	memset(&rd->io, 0, sizeof(rd->io));
+	rd->io.op = P2Z_IO_READ;
+	rd->io.buf = buf;
+	rd->io.len = rd->dn;
+	rd->io.ofs = z->start_bytes + ofs;
+	rd->io.end_io = p2z_zone_read_end_io;
+	ret = p2z_dev_submit(q, &rd->io);
+	if (!ret)
+		return -EINPROGRESS;
+	pthread_mutex_lock(&z->lock);
+	if (!--z->rd_inflight)
+		pthread_cond_broadcast(&z->rd_cond);
+	pthread_mutex_unlock(&z->lock);
+	return ret;
+}
+
 /*
  * Checks of a write, in zonefs' order (zonefs_file_write_iter() then
  * zonefs_file_dio_write()). Sets *ofs for appends and cuts *len at the
@@ -706,6 +817,7 @@ int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
 		goto out_unlock;
 
 	pthread_rwlock_wrlock(&z->io_lock);
+	__p2z_zone_drain_reads(z);
 	ret = __p2z_zone_truncate(zt, z, zidx, op);
 	pthread_rwlock_unlock(&z->io_lock);
 	if (ret) {

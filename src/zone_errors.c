@@ -179,6 +179,7 @@ void __p2z_zone_io_error(struct p2z_zone_table *zt, struct p2z_zone *z,
 	int ret;
 
 	pthread_rwlock_wrlock(&z->io_lock);
+	__p2z_zone_drain_reads(z);
 	ret = p2z_dev_report_zones(zt->dev, zidx, 1, &zi);
 	pthread_mutex_lock(&z->lock);
 	if (ret == 1 && zi.start_lba * zt->geom.lba_bytes == z->start_bytes) {

@@ -60,6 +60,13 @@ struct p2z_zone {
 	uint64_t seq_end;
 	uint64_t seq_gen;
 	unsigned int seq_waiting;
+	/*
+	 * Asynchronous reads at the device (p2z_zone_read_submit()), guarded
+	 * by lock; rd_cond is signalled when rd_inflight drops to 0. They
+	 * hold no io_lock: whoever takes io_lock for write drains them.
+	 */
+	unsigned int rd_inflight;
+	pthread_cond_t rd_cond;
 };
 
 struct p2z_zone_table_priv {
@@ -121,6 +128,12 @@ uint64_t p2z_zone_info_wp(const struct p2z_zone_table *zt,
  */
 int __p2z_zone_write_check(struct p2z_zone_table *zt, struct p2z_zone *z,
 			   uint64_t *ofs, size_t *len, bool append);
+
+/**
+ * __p2z_zone_drain_reads() - wait for the zone's asynchronous reads
+ * @z: the zone, z->io_lock held for write (no new read starts)
+ */
+void __p2z_zone_drain_reads(struct p2z_zone *z);
 
 /* zone_seq.c */
 

@@ -242,7 +242,7 @@ struct p2z_io {
  * @flush: make completed writes durable
  *
  * The asynchronous group: all four set, or all NULL (then a queue runs the
- * sync ops above on a small pool of worker threads of its own). They see
+ * sync ops above on a small pool of worker threads, one per device). They see
  * single pieces only: @len within the limits above, > 0; READ, WRITE,
  * APPEND or FLUSH; @flags as for @pwrite.
  * @queue_init: set up the backend's part of a queue of @depth pieces in

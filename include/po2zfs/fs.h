@@ -53,7 +53,7 @@
  * left to receive the write they wait for.
  */
 #define P2Z_FS_MAX_BACKGROUND 24U
-/* Worker threads of the FUSE session loop at most. */
+/* Worker threads of the session loop (src/fs_loop.c). */
 #define P2Z_FS_MAX_THREADS 32U
 
 /**
@@ -120,6 +120,20 @@ void p2z_fs_serve_init(struct p2z_fs *fs, const char *mountpoint);
  * @fs: filesystem, may be NULL
  */
 void p2z_fs_free(struct p2z_fs *fs);
+
+/**
+ * p2z_fs_loop() - serve the session until it exits
+ * @fs: filesystem, its session set, mounted and its INIT served
+ *	(p2z_fs_serve_init())
+ *
+ * P2Z_FS_MAX_THREADS worker threads, each with its own device queue; see
+ * src/fs_loop.c. Returns once a signal (fuse_set_signal_handlers()) or the
+ * unmount ended the session and every worker completed what it had in
+ * flight.
+ *
+ * Return: 0, or -errno if the workers could not run.
+ */
+int p2z_fs_loop(struct p2z_fs *fs);
 
 /* The handlers, for fuse_session_new() with a struct p2z_fs as userdata. */
 extern const struct fuse_lowlevel_ops p2z_fs_ops;

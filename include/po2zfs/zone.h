@@ -269,6 +269,74 @@ const char *p2z_zone_state_cond_name(const struct p2z_zone_state *st);
 int p2z_zone_get_state(struct p2z_zone_table *zt, uint64_t zidx, bool refresh,
 		       struct p2z_zone_state *st);
 
+struct p2z_dev_queue;
+struct p2z_zone_rd;
+
+/**
+ * struct p2z_zone_rd - an asynchronous read of a zone (p2z_zone_read_submit())
+ * @io: the device read; the zone layer's
+ * @zt: table
+ * @zidx: zone index
+ * @ofs: offset in the zone
+ * @n: bytes the read returns (cut at the file size)
+ * @dn: of which read from the device (the rest are zeros supplied here)
+ * @end_io: called once, from p2z_dev_queue_reap() on the queue's owner,
+ *	    with @n or the device's raw -errno (give it to
+ *	    p2z_zone_read_error()); may free @rd, must not block on another
+ *	    thread
+ * @private: the caller's
+ */
+struct p2z_zone_rd {
+	struct p2z_io io;
+	struct p2z_zone_table *zt;
+	uint64_t zidx;
+	uint64_t ofs;
+	size_t n;
+	size_t dn;
+	void (*end_io)(struct p2z_zone_rd *rd, ssize_t ret);
+	void *private;
+};
+
+/**
+ * p2z_zone_read_submit() - start a read of a zone on a device queue
+ * @zt: table
+ * @q: the calling thread's own queue
+ * @rd: the read; @rd->end_io and @rd->private set by the caller
+ * @zidx: zone index
+ * @buf: destination, as for p2z_zone_read()
+ * @len: bytes, a multiple of the LBA size
+ * @ofs: offset in the zone, a multiple of the LBA size
+ *
+ * As p2z_zone_read(), but the device read runs on @q and no zone lock is
+ * held while it is in flight: the zone counts it instead, and a reset,
+ * finish or errors= policy run waits for that count to drop. If a reset
+ * is pending, this drains @q (runs its completions) before waiting for
+ * it, so that a reset never waits for reads queued behind the caller.
+ *
+ * Return: -EINPROGRESS (queued: @rd->end_io runs later), bytes read when
+ * done already (past the file size, or zeros only; no end_io call), or a
+ * raw -errno (no end_io call; give it to p2z_zone_read_error()).
+ */
+ssize_t p2z_zone_read_submit(struct p2z_zone_table *zt, struct p2z_dev_queue *q,
+			     struct p2z_zone_rd *rd, uint64_t zidx, void *buf,
+			     size_t len, uint64_t ofs);
+
+/**
+ * p2z_zone_read_error() - the errors= policy after a failed read
+ * @zt: table
+ * @zidx: zone index
+ * @ofs: where the read was
+ * @err: the raw -errno of p2z_zone_read_submit() or of the end_io
+ *
+ * May block on the zone's locks: call it only with no read of the
+ * caller's still in flight.
+ *
+ * Return: the error to report: @err, or -EIO after a device error (the
+ * policy has been applied).
+ */
+ssize_t p2z_zone_read_error(struct p2z_zone_table *zt, uint64_t zidx,
+			    uint64_t ofs, ssize_t err);
+
 /**
  * p2z_zone_clear_changed() - whether the errors= policy changed a zone
  * @zt: table

@@ -8,6 +8,7 @@
  * reads in flight, appends, the eventfd, buffered and direct).
  */
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <stdio.h>
@@ -880,6 +881,61 @@ START_TEST(test_emu_pool_direct)
 }
 END_TEST
 
+/* The threads of this process. */
+static unsigned int nr_tasks(void)
+{
+	DIR *d = opendir("/proc/self/task");
+	struct dirent *e;
+	unsigned int n = 0;
+
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d)))
+		n += e->d_name[0] != '.';
+	closedir(d);
+	return n;
+}
+
+/*
+ * The emu pool starts its workers lazily: an open queue costs no thread
+ * (it cost 8 before), reads one at a time no more than the first one
+ * started; the bytes come back exact.
+ */
+START_TEST(test_emu_pool_lazy)
+{
+	struct p2z_dev *dev = emu_dev(0);
+	unsigned int before = nr_tasks(), calls = 0, first = 0, i;
+	struct p2z_dev_queue *q = qopen(dev, 16);
+	unsigned char *w = emu_buf(4096), *r = emu_buf(4096);
+	struct p2z_io io;
+
+	ck_assert_uint_eq(nr_tasks(), before);
+	for (i = 0; i < LBA; i++)
+		w[i] = pattern(i);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, w, LBA, 0, 0), (ssize_t)LBA);
+	for (i = 0; i < 4; i++) {
+		memset(r, 0, LBA);
+		io = (struct p2z_io){ .op = P2Z_IO_READ,
+				      .buf = r,
+				      .len = LBA,
+				      .end_io = count_end_io,
+				      .private = &calls };
+		ck_assert_int_eq(p2z_dev_submit(q, &io), 0);
+		ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+		ck_assert_int_eq(io.ret, (ssize_t)LBA);
+		ck_assert_mem_eq(r, w, LBA);
+		/* The first read started the worker (and TSan its own). */
+		if (!i)
+			first = nr_tasks();
+		ck_assert_uint_eq(nr_tasks(), first);
+	}
+	ck_assert_uint_eq(calls, 4);
+	p2z_dev_queue_close(q);
+	free(w);
+	free(r);
+	p2z_dev_close(dev);
+}
+END_TEST
+
 static Suite *async_suite(void)
 {
 	Suite *s = suite_create("async");
@@ -903,6 +959,7 @@ static Suite *async_suite(void)
 	tcase_add_checked_fixture(tc, emu_setup, emu_teardown);
 	tcase_add_test(tc, test_emu_pool);
 	tcase_add_test(tc, test_emu_pool_direct);
+	tcase_add_test(tc, test_emu_pool_lazy);
 	suite_add_tcase(s, tc);
 	return s;
 }

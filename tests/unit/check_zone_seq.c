@@ -6,8 +6,10 @@
  * write fails the writes held behind it with EIO; a reset fails them too.
  * Each over both write paths (zone append, write at the write pointer).
  * Without the sequencer a write ahead of the write pointer fails at once.
+ * Asynchronous reads (p2z_zone_read_submit()) and a reset of their zone.
  */
 #include "zone_check.h"
+#include "zone_priv.h"
 
 /* Long enough never to expire in a test that waits for a predecessor. */
 #define LONG_HOLD_MS 60000U
@@ -165,6 +167,86 @@ START_TEST(test_seq_reset_held)
 }
 END_TEST
 
+struct async_rd {
+	struct p2z_zone_rd rd;
+	ssize_t ret;
+	unsigned int calls;
+};
+
+static void async_rd_end_io(struct p2z_zone_rd *rd, ssize_t ret)
+{
+	struct async_rd *a = (struct async_rd *)rd;
+
+	a->ret = ret;
+	a->calls++;
+}
+
+struct resetter {
+	pthread_t th;
+	uint64_t zidx;
+	int ret;
+};
+
+static void *reset_fn(void *arg)
+{
+	struct resetter *r = arg;
+
+	__atomic_store_n(&r->ret, zone_reset(r->zidx), __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/*
+ * A reset waits for the zone's reads in flight on a queue, and a read of
+ * the zone submitted on that queue while the reset waits drains the queue
+ * first (else the two would wait for each other): the read in flight
+ * completes with the data before the reset, the new one after the reset
+ * reads nothing.
+ */
+START_TEST(test_read_async_reset)
+{
+	struct async_rd a = { 0 }, b = { 0 };
+	struct resetter r = { .ret = 1 };
+	struct p2z_dev_queue *q;
+	struct p2z_zone *zp;
+	uint64_t z, l;
+	void *ba, *bb;
+
+	seq_setup(0, LONG_HOLD_MS);
+	z = seq_zone(0);
+	zp = &fx.zt->zones[z];
+	l = lba();
+	ba = buf_alloc(4 * l);
+	bb = buf_alloc(l);
+	ck_assert_int_eq(put(z, 0, 4 * l), 4 * l);
+	ck_assert_int_eq(p2z_dev_queue_open(fx.dev, 4, &q), 0);
+	a.rd.end_io = async_rd_end_io;
+	b.rd.end_io = async_rd_end_io;
+	ck_assert_int_eq(p2z_zone_read_submit(fx.zt, q, &a.rd, z, ba, 4 * l, 0),
+			 -EINPROGRESS);
+	r.zidx = z;
+	ck_assert_int_eq(pthread_create(&r.th, NULL, reset_fn, &r), 0);
+	/* Until the reset holds io_lock for write, waiting for read a. */
+	while (!pthread_rwlock_tryrdlock(&zp->io_lock)) {
+		pthread_rwlock_unlock(&zp->io_lock);
+		sched_yield();
+	}
+	ck_assert_int_eq(__atomic_load_n(&r.ret, __ATOMIC_ACQUIRE), 1);
+	ck_assert_int_eq(p2z_zone_read_submit(fx.zt, q, &b.rd, z, bb, l, 0), 0);
+	ck_assert_uint_eq(a.calls, 1);
+	ck_assert_int_eq(a.ret, 4 * l);
+	ck_assert(check_pat(ba, 4 * l, z, 0));
+	ck_assert_uint_eq(b.calls, 0);
+	ck_assert_int_eq(pthread_join(r.th, NULL), 0);
+	ck_assert_int_eq(r.ret, 0);
+	ck_assert_uint_eq(size_of(z), 0);
+	ck_assert_uint_eq(zp->rd_inflight, 0);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 0);
+	p2z_dev_queue_close(q);
+	free(ba);
+	free(bb);
+}
+END_TEST
+
 #define NR_WRITERS 4
 #define NR_PIECES 64
 
@@ -228,6 +310,7 @@ static Suite *zone_seq_suite(void)
 	tcase_add_loop_test(tc, test_seq_error_in_middle, 0, 2);
 	tcase_add_loop_test(tc, test_seq_reset_held, 0, 2);
 	tcase_add_loop_test(tc, test_seq_interleaved, 0, 2);
+	tcase_add_test(tc, test_read_async_reset);
 	return s;
 }
 

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The FUSE session loop: P2Z_FS_MAX_THREADS worker threads, each with an
+ * epoll set holding the /dev/fuse descriptor (O_NONBLOCK, EPOLLEXCLUSIVE:
+ * one sleeping worker wakes per request), the eventfd of its own device
+ * queue (p2z_dev_queue_open()) and the loop's stop eventfd. A worker
+ * receives a request and processes it; a READ of a zone file or of po2
+ * submits its device reads on the worker's queue and returns
+ * (fs_file.c), and the worker answers it from the read's completion when
+ * the queue's eventfd fires. No lock is taken on that path beyond the
+ * zone's short one.
+ *
+ * The drain rule. A worker with reads in flight on its queue must not
+ * block on another thread: a reset, a finish or the errors= policy of a
+ * zone waits for the zone's reads in flight, which only their queue's
+ * owner completes. So before any request other than READ (writes, which
+ * may wait in the zone write sequencer, opens and setattrs that reset,
+ * releases that close a zone, fsyncs, invalidations) a worker reaps its
+ * queue until nothing of it is in flight; a READ that finds a reset
+ * pending drains likewise before it waits (p2z_zone_read_submit()); and
+ * failed reads, whose errors= policy takes the zone's locks, are finished
+ * on the worker only once its queue is drained (p2z_fs_worker_defer()).
+ *
+ * Writes stay synchronous: a write held by the sequencer keeps its worker
+ * (see fs_file.c), hence the P2Z_FS_MAX_THREADS workers.
+ *
+ * Exit: a signal (fuse_set_signal_handlers()) or the unmount (ENODEV)
+ * leaves the session exited; the worker that sees it first wakes the
+ * others through the stop eventfd (and every worker looks again at least
+ * every P2Z_FS_LOOP_TICK_MS). Each worker then completes everything in
+ * flight on its queue and the deferred reads, closes its queue, and
+ * returns; the caller destroys the session after p2z_fs_loop() returned.
+ */
+#include "fs_priv.h"
+
+#include <linux/fuse.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
+#include "po2zfs/log.h"
+
+/* Pieces in flight per worker queue. */
+#define P2Z_FS_QUEUE_DEPTH 32U
+/* How often a worker looks at the session's exit flag at least. */
+#define P2Z_FS_LOOP_TICK_MS 200
+/* Requests a worker receives in a row at most before epoll_wait(). */
+#define P2Z_FS_LOOP_BATCH 8U
+
+enum { P2Z_FS_EV_FUSE, P2Z_FS_EV_QUEUE, P2Z_FS_EV_STOP };
+
+struct p2z_fs_loop {
+	struct p2z_fs *fs;
+	struct fuse_session *se;
+	int stop_fd;
+	int err; /* a worker could not run: -errno */
+	struct p2z_fs_worker *workers;
+	unsigned int nr;
+};
+
+static __thread struct p2z_fs_worker *p2z_fs_self;
+
+struct p2z_fs_worker *p2z_fs_worker_self(void)
+{
+	return p2z_fs_self;
+}
+
+void p2z_fs_worker_defer(struct p2z_fs_worker *w, struct p2z_fs_rd *rd)
+{
+	rd->next = NULL;
+	if (w->defer_tail)
+		w->defer_tail->next = rd;
+	else
+		w->deferred = rd;
+	w->defer_tail = rd;
+}
+
+void p2z_fs_worker_drain(struct p2z_fs_worker *w)
+{
+	while (p2z_dev_queue_inflight(w->q))
+		p2z_dev_queue_reap(w->q, 1);
+}
+
+/* Finish the failed reads: their errors= policy may block. */
+static void p2z_fs_worker_run_deferred(struct p2z_fs_worker *w)
+{
+	while (w->deferred) {
+		struct p2z_fs_rd *rd;
+
+		p2z_fs_worker_drain(w);
+		rd = w->deferred;
+		w->deferred = rd->next;
+		if (!w->deferred)
+			w->defer_tail = NULL;
+		p2z_fs_read_finish(rd);
+	}
+}
+
+/* Whether the request received is a READ (libfuse never splices here). */
+static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
+{
+	const struct fuse_in_header *h = b->mem;
+
+	return !(b->flags & FUSE_BUF_IS_FD) && b->size >= sizeof(*h) &&
+	       h->opcode == FUSE_READ;
+}
+
+static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
+{
+	fuse_session_exit(lp->se);
+	eventfd_write(lp->stop_fd, 1);
+}
+
+/*
+ * Serve the requests waiting, up to P2Z_FS_LOOP_BATCH (one epoll_wait()
+ * each would cost a system call per request), reaping in between.
+ */
+static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
+				  struct p2z_fs_worker *w)
+{
+	unsigned int i;
+	int ret;
+
+	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++) {
+		ret = fuse_session_receive_buf(lp->se, &w->fbuf);
+		if (ret == -EAGAIN || ret == -EINTR)
+			return;
+		if (ret <= 0 || fuse_session_exited(lp->se)) {
+			/* 0: unmounted (ENODEV) or exited by a signal */
+			if (ret < 0)
+				p2z_log(LOG_ERR, "reading /dev/fuse: %s",
+					strerror(-ret));
+			p2z_fs_loop_stop(lp);
+			return;
+		}
+		if (!p2z_fs_buf_is_read(&w->fbuf))
+			p2z_fs_worker_drain(w);
+		fuse_session_process_buf(lp->se, &w->fbuf);
+		if (p2z_dev_queue_inflight(w->q))
+			p2z_dev_queue_reap(w->q, 0);
+	}
+}
+
+static int p2z_fs_epoll_add(int epfd, int fd, uint32_t events, uint32_t tag)
+{
+	struct epoll_event ev = { .events = events, .data.u32 = tag };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+static void *p2z_fs_worker_run(void *arg)
+{
+	struct p2z_fs_worker *w = arg;
+	struct p2z_fs_loop *lp = w->loop;
+	struct epoll_event ev[4];
+	bool stop = false;
+	int i, n;
+
+	/* A queue is its opener's (nvme and zbd rings may be bound to it). */
+	n = p2z_dev_queue_open(lp->fs->zt->dev, P2Z_FS_QUEUE_DEPTH, &w->q);
+	if (!n)
+		n = p2z_fs_epoll_add(w->epfd, p2z_dev_queue_fd(w->q), EPOLLIN,
+				     P2Z_FS_EV_QUEUE);
+	if (n) {
+		p2z_log(LOG_ERR, "opening a worker's device queue: %s",
+			strerror(-n));
+		__atomic_store_n(&lp->err, n, __ATOMIC_RELAXED);
+		p2z_fs_loop_stop(lp);
+		p2z_dev_queue_close(w->q);
+		return NULL;
+	}
+	p2z_fs_self = w;
+	while (!stop && !fuse_session_exited(lp->se)) {
+		n = epoll_wait(w->epfd, ev, 4, P2Z_FS_LOOP_TICK_MS);
+		if (n < 0 && errno != EINTR) {
+			p2z_log(LOG_ERR, "epoll_wait: %s", strerror(errno));
+			p2z_fs_loop_stop(lp);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (ev[i].data.u32 == P2Z_FS_EV_QUEUE)
+				p2z_dev_queue_reap(w->q, 0);
+			else if (ev[i].data.u32 == P2Z_FS_EV_FUSE)
+				p2z_fs_worker_receive(lp, w);
+			else
+				stop = true;
+		}
+		p2z_fs_worker_run_deferred(w);
+	}
+	eventfd_write(lp->stop_fd, 1);
+	p2z_fs_worker_drain(w);
+	p2z_fs_worker_run_deferred(w);
+	p2z_fs_self = NULL;
+	p2z_dev_queue_close(w->q);
+	return NULL;
+}
+
+/* Everything but the thread: its queue must be opened by itself. */
+static int p2z_fs_worker_init(struct p2z_fs_loop *lp, struct p2z_fs_worker *w)
+{
+	int ret;
+
+	w->loop = lp;
+	w->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (w->epfd < 0)
+		return -errno;
+	ret = p2z_fs_epoll_add(w->epfd, fuse_session_fd(lp->se),
+			       EPOLLIN | EPOLLEXCLUSIVE, P2Z_FS_EV_FUSE);
+	if (!ret)
+		ret = p2z_fs_epoll_add(w->epfd, lp->stop_fd, EPOLLIN,
+				       P2Z_FS_EV_STOP);
+	return ret;
+}
+
+static void p2z_fs_worker_exit(struct p2z_fs_worker *w)
+{
+	if (w->epfd >= 0)
+		close(w->epfd);
+	free(w->fbuf.mem);
+}
+
+int p2z_fs_loop(struct p2z_fs *fs)
+{
+	struct p2z_fs_loop lp = { .fs = fs, .se = fs->se };
+	unsigned int i, started = 0;
+	int flags, ret;
+
+	flags = fcntl(fuse_session_fd(lp.se), F_GETFL);
+	if (flags < 0 ||
+	    fcntl(fuse_session_fd(lp.se), F_SETFL, flags | O_NONBLOCK) < 0)
+		return -errno;
+	lp.stop_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (lp.stop_fd < 0)
+		return -errno;
+	lp.nr = P2Z_FS_MAX_THREADS;
+	lp.workers = calloc(lp.nr, sizeof(*lp.workers));
+	ret = lp.workers ? 0 : -ENOMEM;
+	for (i = 0; !ret && i < lp.nr; i++) {
+		lp.workers[i].epfd = -1;
+		ret = p2z_fs_worker_init(&lp, &lp.workers[i]);
+		if (!ret)
+			ret = -pthread_create(&lp.workers[i].tid, NULL,
+					      p2z_fs_worker_run,
+					      &lp.workers[i]);
+		if (!ret)
+			started++;
+	}
+	if (ret) {
+		p2z_log(LOG_ERR, "starting the workers: %s", strerror(-ret));
+		p2z_fs_loop_stop(&lp);
+	}
+	for (i = 0; i < started; i++)
+		pthread_join(lp.workers[i].tid, NULL);
+	for (i = 0; lp.workers && i < lp.nr && i <= started; i++)
+		p2z_fs_worker_exit(&lp.workers[i]);
+	free(lp.workers);
+	close(lp.stop_fd);
+	return ret ? ret : __atomic_load_n(&lp.err, __ATOMIC_RELAXED);
+}
