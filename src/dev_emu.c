@@ -463,14 +463,15 @@ static int p2z_emu_check_io(const struct p2z_emu_dev *e, size_t len,
 	return 0;
 }
 
-static ssize_t p2z_emu_pread(struct p2z_dev *dev, void *buf, size_t len,
-			     uint64_t ofs)
+int p2z_emu_read_plan(struct p2z_emu_dev *e, void *buf, size_t len,
+		      uint64_t ofs, uint64_t *fofs, size_t *fbytes)
 {
-	struct p2z_emu_dev *e = p2z_emu_of(dev);
 	uint64_t zidx, rel, nlb, end, data = 0;
 	bool cached;
 	int ret;
 
+	*fofs = 0;
+	*fbytes = 0;
 	if (!len) /* never from the dispatcher; as nvme and zbd */
 		return -EINVAL;
 	ret = p2z_emu_check_io(e, len, ofs, &zidx, &rel, &nlb);
@@ -499,11 +500,8 @@ static ssize_t p2z_emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 	} else if (data && cached) {
 		ret = __p2z_emu_cache_read(e, zidx, buf, rel, data);
 	} else if (data) {
-		uint64_t fofs = p2z_emu_file_ofs(e, zidx, rel);
-
-		ret = p2z_emu_data_read(e, buf, data * e->g.lba_bytes, fofs);
-		if (ret)
-			ret = p2z_emu_host_error(e, "read", fofs, ret);
+		*fofs = p2z_emu_file_ofs(e, zidx, rel);
+		*fbytes = data * e->g.lba_bytes;
 	}
 	if (cached)
 		pthread_mutex_unlock(&e->zones[zidx].lock);
@@ -511,8 +509,26 @@ static ssize_t p2z_emu_pread(struct p2z_dev *dev, void *buf, size_t len,
 		return ret;
 	memset((char *)buf + data * e->g.lba_bytes, 0,
 	       (nlb - data) * e->g.lba_bytes);
-	return (ssize_t)len;
+	return 0;
 }
+
+static ssize_t p2z_emu_pread(struct p2z_dev *dev, void *buf, size_t len,
+			     uint64_t ofs)
+{
+	struct p2z_emu_dev *e = p2z_emu_of(dev);
+	uint64_t fofs;
+	size_t fbytes;
+	int ret;
+
+	ret = p2z_emu_read_plan(e, buf, len, ofs, &fofs, &fbytes);
+	if (!ret && fbytes) {
+		ret = p2z_emu_data_read(e, buf, fbytes, fofs);
+		if (ret)
+			ret = p2z_emu_host_error(e, "read", fofs, ret);
+	}
+	return ret ? ret : (ssize_t)len;
+}
+
 /* Without a volatile cache, FUA is RWF_DSYNC. */
 static ssize_t p2z_emu_cnv_write(struct p2z_emu_dev *e, uint64_t zidx,
 				 uint64_t rel, uint64_t nlb, const void *buf,
@@ -938,6 +954,10 @@ const struct p2z_dev_ops p2z_dev_emu_ops = {
 	.pwrite = p2z_emu_pwrite,
 	.append = p2z_emu_append,
 	.flush = p2z_emu_flush,
+	.queue_init = p2z_emu_queue_init,
+	.queue_exit = p2z_emu_queue_exit,
+	.submit = p2z_emu_submit,
+	.reap = p2z_emu_reap,
 	.fua = true,
 };
 

@@ -267,6 +267,8 @@ struct p2z_emu_dev {
 	uint64_t cache_max; /* destage beyond this many cached bytes */
 	uint64_t cache_bytes; /* cached in all zones; atomic */
 	uint64_t open_seq; /* guarded by res_lock */
+	/* tests: most reads on one queue's ring at once (emu_async.c); atomic */
+	unsigned int ring_peak;
 };
 
 static inline struct p2z_emu_dev *p2z_emu_of(struct p2z_dev *dev)
@@ -477,5 +479,34 @@ int __p2z_emu_cnv_cache_read(struct p2z_emu_dev *e, uint64_t zidx, void *buf,
  */
 int p2z_emu_cnv_cache_write(struct p2z_emu_dev *e, uint64_t zidx, uint64_t rel,
 			    uint64_t nlb, const void *buf, bool fua);
+
+/* dev_emu.c: the read both the synchronous and the asynchronous ops run */
+
+/**
+ * p2z_emu_read_plan() - everything of a read but its image file part
+ * @e: device
+ * @buf: destination, @len bytes
+ * @len: bytes
+ * @ofs: device byte offset
+ * @fofs: gets the image offset of the data to read from the file
+ * @fbytes: gets how many bytes to read there into @buf (0: none)
+ *
+ * Checks the range, faults and an offline zone; fills the zeros past the
+ * write pointer; copies what the volatile cache holds. What is left is
+ * the image file read of @fbytes bytes at @fofs into the start of @buf
+ * (p2z_emu_data_read(), then p2z_emu_host_error() if it fails).
+ *
+ * Return: 0 or -errno (the status map of the device error).
+ */
+int p2z_emu_read_plan(struct p2z_emu_dev *e, void *buf, size_t len,
+		      uint64_t ofs, uint64_t *fofs, size_t *fbytes);
+
+/* emu_async.c: the asynchronous ops (see struct p2z_dev_ops) */
+
+int p2z_emu_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
+		       void **bqp);
+void p2z_emu_queue_exit(struct p2z_dev *dev, void *bq);
+int p2z_emu_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io);
+int p2z_emu_reap(struct p2z_dev *dev, void *bq, bool wait);
 
 #endif /* PO2ZFS_EMU_PRIV_H */

@@ -4,8 +4,9 @@
  * scripted fake backend with asynchronous ops of its own, which completes
  * everything in flight in the reverse order of submission (splitting,
  * ordering, errors, FUA, draining at close), and over the emu backend,
- * which has none and runs on the queue's worker pool (exact bytes of many
- * reads in flight, appends, the eventfd, buffered and direct).
+ * whose reads go on an io_uring of each queue (emu_async.c: exact bytes of
+ * many reads in flight, appends, the eventfd, buffered, direct and with a
+ * volatile cache; no thread started).
  */
 #include <check.h>
 #include <dirent.h>
@@ -18,6 +19,7 @@
 #include "p2z_check.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
+#include "emu_priv.h"
 
 #define LBA 512U
 #define XFER (8U * LBA)
@@ -726,7 +728,7 @@ START_TEST(test_end_io_submits)
 }
 END_TEST
 
-/* The emu backend, through the worker pool */
+/* The emu backend: its own asynchronous ops (emu_async.c) */
 
 #define ZONE_LBA 256U
 #define NR_ZONES 4U
@@ -745,7 +747,7 @@ static void emu_teardown(void)
 	p2z_check_rmdtemp(tmpdir);
 }
 
-static struct p2z_dev *emu_dev(unsigned int flags)
+static struct p2z_dev *emu_dev_c(unsigned int flags, unsigned int cflags)
 {
 	struct p2z_emu_params p = {
 		.lba_bytes = LBA,
@@ -756,9 +758,14 @@ static struct p2z_dev *emu_dev(unsigned int flags)
 	};
 	struct p2z_dev *dev = NULL;
 
-	ck_assert_int_eq(p2z_emu_create(img, &p, false), 0);
+	ck_assert_int_eq(p2z_emu_create(img, &p, cflags), 0);
 	ck_assert_int_eq(p2z_dev_open(img, "emu", flags, &dev), 0);
 	return dev;
+}
+
+static struct p2z_dev *emu_dev(unsigned int flags)
+{
+	return emu_dev_c(flags, 0);
 }
 
 static unsigned char *emu_buf(size_t len)
@@ -936,6 +943,134 @@ START_TEST(test_emu_pool_lazy)
 }
 END_TEST
 
+/* One LBA read of zone 1 into its own page of @r, for emu_native(). */
+static void emu_read_io(struct p2z_io *io, unsigned char *r, unsigned int i,
+			unsigned int *calls)
+{
+	*io = (struct p2z_io){ .op = P2Z_IO_READ,
+			       .buf = r + i * 4096,
+			       .len = LBA,
+			       .ofs = ZONE_LBA * LBA + i * LBA,
+			       .end_io = count_end_io,
+			       .private = calls };
+}
+
+/*
+ * emu has asynchronous ops of its own (emu_async.c): 16 reads submitted
+ * at once are all on the queue's ring together (without a volatile cache;
+ * with one they are answered from memory inside submit), and no thread is
+ * started for them (the worker pool started some); exact bytes, zeros past
+ * the write pointer, an offline zone's error as the synchronous read's; a
+ * write completed inside submit makes the eventfd readable before any
+ * reap, and its end_io runs from the reap only.
+ */
+static void emu_native(unsigned int flags, unsigned int cflags)
+{
+	struct p2z_dev *dev = emu_dev_c(flags, cflags);
+	struct p2z_emu_dev *e = p2z_emu_of(dev);
+	struct p2z_dev_queue *q = qopen(dev, 16);
+	unsigned char *w = emu_buf(16 * 4096), *r = emu_buf(16 * 4096);
+	struct pollfd pfd = { .events = POLLIN };
+	unsigned int calls = 0, before, i;
+	struct p2z_io io[16];
+	ssize_t sync_err;
+
+	for (i = 0; i < 16 * LBA; i++)
+		w[i] = pattern(i);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, w, 16 * LBA, ZONE_LBA * LBA, 0),
+			 (ssize_t)(16 * LBA));
+	/* warm up: whatever a first read starts (TSan's own thread) */
+	emu_read_io(&io[0], r, 0, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	before = nr_tasks();
+	memset(r, 0xff, 16 * 4096);
+	calls = 0;
+	for (i = 0; i < 16; i++) {
+		emu_read_io(&io[i], r, i, &calls);
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+	}
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 16);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert_uint_eq(nr_tasks(), before);
+	ck_assert_uint_eq(__atomic_load_n(&e->ring_peak, __ATOMIC_RELAXED),
+			  cflags ? 0 : 16);
+	pfd.fd = p2z_dev_queue_fd(q);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	while (calls < 16)
+		ck_assert_int_ge(p2z_dev_queue_reap(q, 1), 1);
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(io[i].ret, (ssize_t)LBA);
+		ck_assert_mem_eq(r + i * 4096, w + i * LBA, LBA);
+	}
+
+	/* past the write pointer: zeros */
+	memset(r, 0xff, 4 * LBA);
+	io[0] = (struct p2z_io){ .op = P2Z_IO_READ,
+				 .buf = r,
+				 .len = 4 * LBA,
+				 .ofs = ZONE_LBA * LBA + 14 * LBA,
+				 .end_io = count_end_io,
+				 .private = &calls };
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(io[0].ret, (ssize_t)(4 * LBA));
+	ck_assert_mem_eq(r, w + 14 * LBA, 2 * LBA);
+	memset(w, 0, 2 * LBA);
+	ck_assert_mem_eq(r + 2 * LBA, w, 2 * LBA);
+
+	/* a write completes inside submit: readable before the reap */
+	io[0] = (struct p2z_io){ .op = P2Z_IO_WRITE,
+				 .buf = w,
+				 .len = LBA,
+				 .ofs = ZONE_LBA * LBA + 16 * LBA,
+				 .end_io = count_end_io,
+				 .private = &calls };
+	calls = 0;
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io[0].ret, (ssize_t)LBA);
+
+	/* an offline zone: the synchronous read's error */
+	ck_assert_int_eq(p2z_emu_set_fault(img, 2, P2Z_EMU_FAULT_OFFLINE), 0);
+	io[0] = (struct p2z_io){ .op = P2Z_IO_READ,
+				 .buf = r,
+				 .len = LBA,
+				 .ofs = 2 * ZONE_LBA * LBA,
+				 .end_io = count_end_io,
+				 .private = &calls };
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	sync_err = p2z_dev_pread(dev, r, LBA, 2 * ZONE_LBA * LBA);
+	ck_assert_int_lt(sync_err, 0);
+	ck_assert_int_eq(io[0].ret, sync_err);
+	p2z_dev_queue_close(q);
+	free(w);
+	free(r);
+	p2z_dev_close(dev);
+}
+
+START_TEST(test_emu_native_ring)
+{
+	emu_native(0, 0);
+}
+END_TEST
+
+START_TEST(test_emu_native_ring_direct)
+{
+	emu_native(P2Z_DEV_DIRECT, 0);
+}
+END_TEST
+
+START_TEST(test_emu_native_volatile_cache)
+{
+	emu_native(P2Z_DEV_DIRECT, P2Z_EMU_CREATE_VOLATILE_CACHE);
+}
+END_TEST
+
 static Suite *async_suite(void)
 {
 	Suite *s = suite_create("async");
@@ -960,6 +1095,9 @@ static Suite *async_suite(void)
 	tcase_add_test(tc, test_emu_pool);
 	tcase_add_test(tc, test_emu_pool_direct);
 	tcase_add_test(tc, test_emu_pool_lazy);
+	tcase_add_test(tc, test_emu_native_ring);
+	tcase_add_test(tc, test_emu_native_ring_direct);
+	tcase_add_test(tc, test_emu_native_volatile_cache);
 	suite_add_tcase(s, tc);
 	return s;
 }
