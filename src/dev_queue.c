@@ -382,9 +382,9 @@ unsigned int p2z_dev_queue_inflight(struct p2z_dev_queue *q)
 }
 
 /*
- * The worker pool: the asynchronous ops of a backend without any (emu),
- * running its synchronous ops on a few threads, so that the requests of
- * the queues overlap on the device (emu with -o direct). One pool per
+ * The worker pool: the asynchronous ops of a backend without any (none
+ * now; emu had none before emu_async.c), running its synchronous ops on a
+ * few threads, so that the requests of the queues overlap on the device. One pool per
  * device, shared by all its queues: a daemon with a queue per FUSE worker
  * would otherwise multiply the pool threads by its workers.
  */

@@ -241,8 +241,9 @@ struct p2z_io {
  *	    as for @pwrite
  * @flush: make completed writes durable
  *
- * The asynchronous group: all four set, or all NULL (then a queue runs the
- * sync ops above on a small pool of worker threads, one per device). They see
+ * The asynchronous group: all four set (nvme, zbd, emu), or all NULL (then a
+ * queue runs the sync ops above on a small pool of worker threads, one per
+ * device). They see
  * single pieces only: @len within the limits above, > 0; READ, WRITE,
  * APPEND or FLUSH; @flags as for @pwrite.
  * @queue_init: set up the backend's part of a queue of @depth pieces in
