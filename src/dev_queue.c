@@ -675,6 +675,28 @@ static const struct p2z_dev_ops p2z_pool_ops = {
 	.reap = p2z_pool_reap,
 };
 
+/*
+ * Whether a backend's own queue was refused by the host rather than the
+ * device: io_uring disabled (sysctl kernel.io_uring_disabled, a seccomp
+ * filter), not built, or the locked-memory limit. The worker pool, which
+ * calls the synchronous ops, serves such a queue instead.
+ */
+static bool p2z_queue_host_refused(int err)
+{
+	return err == -ENOSYS || err == -EPERM || err == -EACCES ||
+	       err == -ENOMEM;
+}
+
+static void p2z_queue_fallback_note(const struct p2z_dev *dev, int err)
+{
+	static int noted;
+
+	if (!__atomic_exchange_n(&noted, 1, __ATOMIC_RELAXED))
+		p2z_log(LOG_WARNING,
+			"%s: no io_uring queue (%s): the worker pool serves it",
+			dev->path, strerror(-err));
+}
+
 int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
 		       struct p2z_dev_queue **qp)
 {
@@ -701,6 +723,11 @@ int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
 	q->dev = dev;
 	q->aops = dev->ops->submit ? dev->ops : &p2z_pool_ops;
 	ret = q->aops->queue_init(dev, depth, q->efd, &q->bq);
+	if (ret && q->aops != &p2z_pool_ops && p2z_queue_host_refused(ret)) {
+		p2z_queue_fallback_note(dev, ret);
+		q->aops = &p2z_pool_ops;
+		ret = q->aops->queue_init(dev, depth, q->efd, &q->bq);
+	}
 	if (ret)
 		goto err;
 	*qp = q;
