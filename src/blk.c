@@ -238,3 +238,63 @@ bool p2z_blk_gate_idle(uint32_t cur)
 {
 	return !(cur & (P2Z_BLK_GATE_WRITES | P2Z_BLK_GATE_APPENDS));
 }
+
+enum p2z_blk_reissue p2z_blk_reissue_write(uint64_t start, uint64_t len,
+					   uint64_t wp, int cmp)
+{
+	if (wp <= start)
+		return P2Z_BLK_REISSUE_SEND;
+	if (cmp < 0)
+		return P2Z_BLK_REISSUE_COMPARE;
+	if (cmp > 0)
+		return P2Z_BLK_REISSUE_FAIL;
+	return wp >= start + len ? P2Z_BLK_REISSUE_DONE : P2Z_BLK_REISSUE_REST;
+}
+
+static enum p2z_blk_reissue p2z_blk_reissue_at(uint64_t lba, int cmp,
+					       uint64_t *at)
+{
+	*at = lba;
+	if (cmp < 0)
+		return P2Z_BLK_REISSUE_COMPARE;
+	return cmp ? P2Z_BLK_REISSUE_FAIL : P2Z_BLK_REISSUE_DONE;
+}
+
+enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
+					    uint64_t wp,
+					    uint64_t moved_by_others,
+					    unsigned int nr_unknown, int cmp,
+					    uint64_t *at)
+{
+	uint64_t base;
+
+	if (!slot || slot->state == P2Z_BLK_SLOT_FREE)
+		return P2Z_BLK_REISSUE_SEND;
+	if (slot->state == P2Z_BLK_SLOT_LANDED) {
+		if (slot->landed + slot->len > wp)
+			return P2Z_BLK_REISSUE_FAIL; /* the zone lost it */
+		return p2z_blk_reissue_at(slot->landed, cmp, at);
+	}
+	if (slot->state != P2Z_BLK_SLOT_SUBMITTED || wp < slot->wp_submit)
+		return P2Z_BLK_REISSUE_FAIL;
+	base = slot->wp_submit + moved_by_others;
+	if (wp == base)
+		return P2Z_BLK_REISSUE_SEND;
+	if (wp == base + slot->len && !nr_unknown && !moved_by_others)
+		return p2z_blk_reissue_at(slot->wp_submit, cmp, at);
+	return P2Z_BLK_REISSUE_FAIL;
+}
+
+uint32_t p2z_blk_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	const unsigned char *p = buf;
+	int k;
+
+	crc = ~crc;
+	while (len--) {
+		crc ^= *p++;
+		for (k = 0; k < 8; k++)
+			crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78U : crc >> 1;
+	}
+	return ~crc;
+}

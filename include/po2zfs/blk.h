@@ -14,6 +14,7 @@
 
 #include <linux/blkzoned.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "po2zfs/dev.h"
@@ -309,5 +310,90 @@ uint32_t p2z_blk_gate_leave(uint32_t cur, enum p2z_blk_gate_kind kind);
  * Return: true when no write or append of the zone is in flight.
  */
 bool p2z_blk_gate_idle(uint32_t cur);
+
+/* What becomes of a request the kernel sends again after a recovery */
+enum p2z_blk_reissue {
+	P2Z_BLK_REISSUE_SEND, /* not started: send it as it is */
+	P2Z_BLK_REISSUE_COMPARE, /* compare the bytes already there first */
+	P2Z_BLK_REISSUE_DONE, /* all there: complete it (an append: landed) */
+	P2Z_BLK_REISSUE_REST, /* partly there: send the rest */
+	P2Z_BLK_REISSUE_FAIL, /* cannot tell: fail it (EIO), never guess */
+};
+
+/**
+ * p2z_blk_reissue_write() - a regular write sent again after a recovery
+ * @start: its first LBA, from the zone start
+ * @len: its LBAs
+ * @wp: the zone's write pointer on the device, from the zone start
+ * @cmp: -1 not compared yet; 0 the bytes in [@start, min(@wp, end)) equal
+ *	 the request's; > 0 they differ
+ *
+ * Not started (@wp at or before @start): send. Otherwise the written part
+ * is compared first; equal and whole: done; equal and partial: the rest;
+ * different: fail.
+ *
+ * Return: enum p2z_blk_reissue.
+ */
+enum p2z_blk_reissue p2z_blk_reissue_write(uint64_t start, uint64_t len,
+					   uint64_t wp, int cmp);
+
+/* A record slot's state (the append record, P2Z_BLK_RUN_DIR/N.rec) */
+enum p2z_blk_slot_state {
+	P2Z_BLK_SLOT_FREE, /* nothing in flight */
+	P2Z_BLK_SLOT_SUBMITTED, /* sent to the device, landing unknown */
+	P2Z_BLK_SLOT_LANDED, /* completed by the device at @landed */
+};
+
+/**
+ * struct p2z_blk_slot - one append in flight, kept outside the server's
+ * memory (one per queue and tag)
+ * @state: enum p2z_blk_slot_state (written last)
+ * @len: LBAs
+ * @zidx: its zone
+ * @crc: crc32c of its data
+ * @wp_submit: the zone's write pointer (from the zone start) when sent
+ * @landed: where it landed (LBA from the zone start), when LANDED
+ */
+struct p2z_blk_slot {
+	uint32_t state;
+	uint32_t len;
+	uint64_t zidx;
+	uint32_t crc;
+	uint32_t pad;
+	uint64_t wp_submit;
+	uint64_t landed;
+};
+
+/**
+ * p2z_blk_reissue_append() - a zone append sent again after a recovery
+ * @slot: the dead server's slot with this append's zone, length and
+ *	  checksum, or NULL if there is none (it was never sent: its slot is
+ *	  written before the device sees it)
+ * @wp: the zone's write pointer on the device, from the zone start
+ * @moved_by_others: LBAs other appends of the zone landed (recorded) at or
+ *		     after @slot->wp_submit
+ * @nr_unknown: other slots of the zone sent without a known landing
+ * @cmp: -1 not compared yet; 0 the bytes at @at equal the data; > 0 differ
+ * @at: result: the LBA (from the zone start) to compare, then the landing
+ *
+ * An append is never written twice: landed (recorded) -> compare there,
+ * done; sent and the write pointer moved by nothing unaccounted -> it did
+ * not land: send; moved by exactly its length and nothing else could have
+ * -> compare at the write pointer it was sent at, done; anything else
+ * fails.
+ *
+ * Return: enum p2z_blk_reissue (never REST).
+ */
+enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
+					    uint64_t wp,
+					    uint64_t moved_by_others,
+					    unsigned int nr_unknown, int cmp,
+					    uint64_t *at);
+
+/**
+ * p2z_blk_crc32c() - crc32c (Castagnoli) of @len bytes, continuing @crc
+ * (start with 0)
+ */
+uint32_t p2z_blk_crc32c(uint32_t crc, const void *buf, size_t len);
 
 #endif /* PO2ZFS_BLK_H */
