@@ -298,3 +298,22 @@ uint32_t p2z_blk_crc32c(uint32_t crc, const void *buf, size_t len)
 	}
 	return ~crc;
 }
+
+const char *p2z_blk_state_name(uint16_t state, bool alive, bool recovering)
+{
+	if (state == UBLK_S_DEV_QUIESCED)
+		return recovering ? "recovering" : "quiesced";
+	return alive ? "alive" : "dead";
+}
+
+int p2z_blk_recover_check(uint16_t state, uint64_t flags, uint64_t srv_flags,
+			  enum p2z_blk_owner owner)
+{
+	if ((srv_flags & P2Z_BLK_SRV_MAGIC_MASK) != P2Z_BLK_SRV_MAGIC)
+		return -EPERM;
+	if (!(flags & UBLK_F_USER_RECOVERY))
+		return -EOPNOTSUPP;
+	if (owner != P2Z_BLK_OWNER_OURS)
+		return -EPERM;
+	return state == UBLK_S_DEV_QUIESCED ? 0 : -EBUSY;
+}

@@ -246,6 +246,31 @@ enum p2z_blk_owner p2z_blk_owner_of(bool have_record, int rec_pid, int kern_pid,
 				    uint64_t srv_flags);
 
 /**
+ * p2z_blk_state_name() - the state list shows of a ublk device
+ * @state: the kernel's UBLK_S_DEV_* (GET_DEV_INFO)
+ * @alive: its server process is alive
+ * @recovering: a po2zfs-blk recover of it runs (its record names a live
+ *		process the kernel does not know yet)
+ *
+ * Return: "quiesced" (its server died, requests held, recover serves it
+ * again), "recovering", else "alive" or "dead" by @alive.
+ */
+const char *p2z_blk_state_name(uint16_t state, bool alive, bool recovering);
+
+/**
+ * p2z_blk_recover_check() - whether recover may take a device over
+ * @state: the kernel's UBLK_S_DEV_*
+ * @flags: the device's UBLK_F_* flags
+ * @srv_flags: its ublksrv_flags (P2Z_BLK_SRV_MAGIC: po2zfs-blk's)
+ * @owner: p2z_blk_owner_of() of its record
+ *
+ * Return: 0, -EPERM (another program's device, or a record not its own),
+ * -EOPNOTSUPP (added without recovery), -EBUSY (not quiesced).
+ */
+int p2z_blk_recover_check(uint16_t state, uint64_t flags, uint64_t srv_flags,
+			  enum p2z_blk_owner owner);
+
+/**
  * p2z_blk_stop_is_refused() - whether a stop signal is refused
  * @busy: the block device is mounted, held (holders) or open
  * @nr_refused: stop signals refused before
