@@ -388,6 +388,26 @@ static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
 	return ret;
 }
 
+/*
+ * START_USER_RECOVERY: EBUSY while the dead server's /dev/ublkcN is still
+ * being released (its io_uring torn down after the exit): retried for up
+ * to 5 s. Return: 0 or -errno.
+ */
+static int p2z_blk_start_recovery(struct p2z_blk *blk)
+{
+	int i, ret;
+
+	for (i = 0; i < 100; i++) {
+		ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd,
+				   UBLK_U_CMD_START_USER_RECOVERY, blk->dev_id,
+				   NULL, 0, 0);
+		if (ret != -EBUSY)
+			break;
+		usleep(50000);
+	}
+	return ret;
+}
+
 /* Bring the device up and serve it until a signal or a del stops it. */
 static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		       int notify_fd, const sigset_t *set)
@@ -400,9 +420,7 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 	snprintf(cdev, sizeof(cdev), "/dev/ublkc%" PRIu32, blk->dev_id);
 	/* Recover: the kernel resets the queues for the new server. */
 	if (blk->recover) {
-		ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd,
-				   UBLK_U_CMD_START_USER_RECOVERY, blk->dev_id,
-				   NULL, 0, 0);
+		ret = p2z_blk_start_recovery(blk);
 		if (ret)
 			return p2z_blk_fail(ret,
 					    "recover %" PRIu32
