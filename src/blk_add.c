@@ -504,7 +504,8 @@ out_close:
 /*
  * recover: the device N is po2zfs-blk's, recoverable, quiesced, with a
  * record of its own that no live process holds; its backing path (from
- * the record) into @path, its queues and limits into @blk.
+ * the record) into @path (NULL: add's path, checked by its identity), its
+ * queues and limits into @blk.
  */
 static int p2z_blk_recover_dev(struct p2z_blk *blk, const char **path)
 {
@@ -570,7 +571,8 @@ static int p2z_blk_recover_dev(struct p2z_blk *blk, const char **path)
 				    "recover %" PRIu32 ": /dev/ublkb%" PRIu32
 				    ": %u queues of %u tags: not " PROG "'s",
 				    n, n, blk->nr_queues, blk->depth);
-	*path = blk->rec_path;
+	if (path)
+		*path = blk->rec_path;
 	return 0;
 }
 
@@ -613,7 +615,7 @@ static int p2z_blk_main(struct p2z_blk *blk, const char *path,
 	if (ret)
 		return ret;
 	/* recover: the device's own checks first, then the backing one */
-	ret = blk->recover ? p2z_blk_recover_dev(blk, &path) : 0;
+	ret = blk->recover ? p2z_blk_recover_dev(blk, path ? NULL : &path) : 0;
 	if (!ret)
 		ret = p2z_blk_dev_open(blk, path, backend);
 	if (!ret && blk->recover)
@@ -657,6 +659,26 @@ out_dev:
 	return ret;
 }
 
+/*
+ * Whether ublk device @id exists and is quiesced (its server died): then
+ * add --recovery --id N recovers it instead (a restarted systemd unit).
+ */
+static bool p2z_blk_is_quiesced(uint32_t id)
+{
+	struct ublksrv_ctrl_dev_info info;
+	struct io_uring ring;
+	bool quiesced;
+	int fd;
+
+	if (p2z_blk_ctrl_open(&fd, &ring))
+		return false;
+	quiesced = !p2z_blk_ctrl(&ring, fd, UBLK_U_CMD_GET_DEV_INFO, id, &info,
+				 sizeof(info), 0) &&
+		   info.state == UBLK_S_DEV_QUIESCED;
+	p2z_blk_ctrl_close(fd, &ring);
+	return quiesced;
+}
+
 int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id,
 		    bool recovery)
 {
@@ -664,6 +686,11 @@ int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id,
 		.ctrl_fd = -1, .cdev_fd = -1, .dev_id = id, .recovery = recovery
 	};
 
+	if (recovery && id != P2Z_BLK_ID_ANY && p2z_blk_is_quiesced(id)) {
+		p2z_log(LOG_INFO,
+			"/dev/ublkb%" PRIu32 " is quiesced: recovering it", id);
+		blk.recover = true;
+	}
 	return p2z_blk_main(&blk, path, backend, fg);
 }
 
