@@ -592,6 +592,61 @@ START_TEST(test_crc32c_check_value)
 }
 END_TEST
 
+/* list's state of a device, recoverable or not */
+START_TEST(test_state_name_cases)
+{
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_LIVE, true, false),
+			 "alive");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_LIVE, false, false),
+			 "dead");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_DEAD, false, true),
+			 "dead");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_QUIESCED, false, false),
+			 "quiesced");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_QUIESCED, false, true),
+			 "recovering");
+}
+END_TEST
+
+/* recover's refusals, in their order */
+START_TEST(test_recover_check_cases)
+{
+	uint64_t rec = UBLK_F_USER_RECOVERY | UBLK_F_ZONED;
+
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 0);
+	/* another program's device: no mark, whatever else */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec, 0,
+					       P2Z_BLK_OWNER_OURS),
+			 -EPERM);
+	/* made without recovery */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_LIVE, UBLK_F_ZONED,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 -EOPNOTSUPP);
+	/* no record, or one not its own */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_NONE),
+			 -EPERM);
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_STALE),
+			 -EPERM);
+	/* not quiesced: live, or dead (stopped) */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_LIVE, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 -EBUSY);
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_DEAD, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 -EBUSY);
+}
+END_TEST
+
 static Suite *blk_suite(void)
 {
 	Suite *s = suite_create("blk");
@@ -650,6 +705,10 @@ static Suite *blk_suite(void)
 	tcase_add_test(tc, test_reissue_write_cases);
 	tcase_add_test(tc, test_reissue_append_cases);
 	tcase_add_test(tc, test_crc32c_check_value);
+	tc = tcase_create("recover");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_state_name_cases);
+	tcase_add_test(tc, test_recover_check_cases);
 	blk_add_server_tests(s);
 	return s;
 }
