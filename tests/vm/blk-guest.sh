@@ -643,8 +643,8 @@ check_kill() { # dev ng pid
 	out=$(timeout 30 po2zfs-blk recover 0 2>&1 </dev/null)
 	r=$?
 	echo "P2Z-VM po2zfs-blk recover 0 (no recovery): exit $r: $out"
-	why="$why $(refuse_why $r "$out" "was added without recovery")"
-	why=${why% }
+	r=$(refuse_why $r "$out" "was added without recovery")
+	why="$why${r:+ recover($r)}"
 	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
 	r=$?
 	[ $r = 0 ] || why="$why del-exit($r: $out)"
@@ -711,7 +711,7 @@ rc_writer() { # mnt
 # device added without --recovery (check_kill's), with a record naming
 # another backing device.
 check_recover() { # ng
-	local ng=$1 m=/mnt/zonefs dev=/dev/ublkb0 why='' out r c wpid
+	local ng=$1 m=/mnt/zonefs dev=/dev/ublkb0 why='' out r c wpid w res
 	local cycles=${P2Z_RECOVER_CYCLES:-3} done_c=0 acked=0 bad=0 i off sz wp rec
 
 	po2zfs-blk add -f --recovery "$ng" >/tmp/rc-add.out 2>&1 </dev/null &
@@ -722,7 +722,8 @@ check_recover() { # ng
 	fi
 	out=$(timeout 30 po2zfs-blk recover 0 2>&1 </dev/null)
 	r=$?
-	why="$why $(refuse_why $r "$out" "is alive, not quiesced: nothing to recover")"
+	w=$(refuse_why $r "$out" "is alive, not quiesced: nothing to recover")
+	why="$why${w:+ live($w)}"
 	echo "P2Z-VM po2zfs-blk recover 0 (live): exit $r: $out"
 	blkzone reset $dev
 	if ! dd if=$SB of=$dev bs=4096 count=1 oflag=direct conv=fsync status=none ||
@@ -750,7 +751,8 @@ check_recover() { # ng
 			out=$(timeout 30 po2zfs-blk recover 0 2>&1 </dev/null)
 			r=$?
 			echo "P2Z-VM po2zfs-blk recover 0 (other device): exit $r: $out"
-			why="$why $(refuse_why $r "$out" "is not the device /dev/ublkb0 served")"
+			w=$(refuse_why $r "$out" "is not the device /dev/ublkb0 served")
+			why="$why${w:+ other-device($w)}"
 			wait_state quiesced || why="$why other-device-changed-state"
 			cp /tmp/rc-record /run/po2zfs-blk/0
 		fi
@@ -784,6 +786,7 @@ check_recover() { # ng
 	wp=$((wp * 512))
 	[ "$sz" = "$wp" ] || why="$why size($sz)-not-wp($wp)"
 	[ "$bad" = 0 ] || why="$why lost=$bad"
+	[ ! -s /tmp/rc-err ] || why="$why writer-errors($(tr '\n' ' ' </tmp/rc-err))"
 	[ "$done_c" = "$cycles" ] || why="$why cycles=$done_c/$cycles"
 	[ "$acked" -gt 0 ] || why="$why nothing-acked"
 	kill -TERM "$PID"
@@ -791,7 +794,13 @@ check_recover() { # ng
 	r=$?
 	[ $r = 0 ] || why="$why server-exit($r)"
 	wait_node $dev 0 || why="$why ublkb0-left"
-	sum="cycles=$done_c acked=$acked records ($((acked * 256)) KiB) lost=$bad writer_errors=$(wc -l </tmp/rc-err) size=$sz wp=$wp"
+	# how the recovered servers resolved the requests sent again
+	cat /tmp/rc-rec*.out >/tmp/rc-logs 2>/dev/null
+	res="appends_in_record=$(sed -n 's/.*: \([0-9]*\) appends in the dead server.s record/\1/p' /tmp/rc-logs | awk '{ n += $1 } END { print n + 0 }')"
+	for c in already-written rest append-landed append-sent failed; do
+		res="$res $c=$(grep -c "recovery: reissued request of zone [0-9]*: $c\$" /tmp/rc-logs)"
+	done
+	sum="cycles=$done_c acked=$acked records ($((acked * 256)) KiB) lost=$bad writer_errors=$(wc -l </tmp/rc-err) size=$sz wp=$wp $res"
 	echo "P2Z-VM blk-recover: $sum"
 	result_why ublk recover "${why# }${why:+: $sum}" "$sum; refusals: live, other device"
 }
