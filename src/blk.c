@@ -5,6 +5,7 @@
  * include/po2zfs/blk.h.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <linux/ublk_cmd.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -285,17 +286,30 @@ enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
 	return P2Z_BLK_REISSUE_FAIL;
 }
 
+static uint32_t p2z_blk_crc_table[256];
+
+static void p2z_blk_crc_init(void)
+{
+	uint32_t c;
+	int i, k;
+
+	for (i = 0; i < 256; i++) {
+		c = (uint32_t)i;
+		for (k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78U : c >> 1;
+		p2z_blk_crc_table[i] = c;
+	}
+}
+
 uint32_t p2z_blk_crc32c(uint32_t crc, const void *buf, size_t len)
 {
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
 	const unsigned char *p = buf;
-	int k;
 
+	pthread_once(&once, p2z_blk_crc_init);
 	crc = ~crc;
-	while (len--) {
-		crc ^= *p++;
-		for (k = 0; k < 8; k++)
-			crc = crc & 1 ? (crc >> 1) ^ 0x82f63b78U : crc >> 1;
-	}
+	while (len--)
+		crc = p2z_blk_crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
 	return ~crc;
 }
 

@@ -25,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -76,7 +77,8 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 	info.dev_id = blk->dev_id;
 	info.flags = need | UBLK_F_CMD_IOCTL_ENCODE;
 	if (blk->recovery)
-		info.flags |= UBLK_F_USER_RECOVERY;
+		info.flags |= UBLK_F_USER_RECOVERY |
+			      UBLK_F_USER_RECOVERY_REISSUE;
 	/* kept by the kernel: list and del know po2zfs-blk's devices by it */
 	info.ublksrv_flags = P2Z_BLK_SRV_MAGIC;
 	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_ADD_DEV,
@@ -96,7 +98,7 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 			strerror(-ret));
 	blk->dev_id = info.dev_id;
 	if (blk->recovery)
-		need |= UBLK_F_USER_RECOVERY;
+		need |= UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
 	if ((info.flags & need) != need) {
 		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_DEL_DEV,
 			     blk->dev_id, NULL, 0, 0);
@@ -408,6 +410,82 @@ static int p2z_blk_start_recovery(struct p2z_blk *blk)
 	return ret;
 }
 
+static void p2z_blk_slots_path(uint32_t dev_id, char *path, size_t size)
+{
+	snprintf(path, size, P2Z_BLK_RUN_DIR "/%" PRIu32 ".slots", dev_id);
+}
+
+/*
+ * The append record (blk_zoned.c): P2Z_BLK_RUN_DIR/N.slots, one struct
+ * p2z_blk_slot per queue and tag, mapped shared. add makes it; recover
+ * keeps the dead server's slots (a copy) and each zone's write pointer,
+ * then clears it for its own. Return: 0 or -errno after one line.
+ */
+static int p2z_blk_slots_setup(struct p2z_blk *blk)
+{
+	size_t n = (size_t)blk->nr_queues * blk->depth, i;
+	size_t bytes = n * sizeof(struct p2z_blk_slot);
+	char path[P2Z_BLK_PATH_MAX];
+	struct stat st;
+	int fd, err;
+	void *p;
+
+	p2z_blk_slots_path(blk->dev_id, path, sizeof(path));
+	if (mkdir(P2Z_BLK_RUN_DIR, 0700) && errno != EEXIST)
+		return p2z_blk_fail(-errno, "%s: %s", P2Z_BLK_RUN_DIR,
+				    strerror(errno));
+	fd = open(path,
+		  O_RDWR | O_NOFOLLOW | O_CLOEXEC |
+			  (blk->recover ? 0 : O_CREAT),
+		  0600);
+	err = fd < 0 || fstat(fd, &st) ? -errno : 0;
+	if (!err && blk->recover && (size_t)st.st_size != bytes)
+		err = -EINVAL; /* not the record of these queues */
+	if (!err && !blk->recover &&
+	    (ftruncate(fd, 0) || ftruncate(fd, (off_t)bytes)))
+		err = -errno;
+	if (err) {
+		if (fd >= 0)
+			close(fd);
+		return p2z_blk_fail(err,
+				    "%s%" PRIu32 ": %s (the append record): %s",
+				    blk->recover ? "recover " : "/dev/ublkb",
+				    blk->dev_id, path, strerror(-err));
+	}
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return p2z_blk_fail(-errno, "%s: mmap: %s", path,
+				    strerror(errno));
+	blk->slots = p;
+	if (!blk->recover)
+		return 0;
+	blk->old_slots = malloc(bytes);
+	blk->old_taken = calloc(n, 1);
+	blk->wp_rec = calloc(blk->g.nr_zones, sizeof(*blk->wp_rec));
+	if (!blk->old_slots || !blk->old_taken || !blk->wp_rec)
+		return p2z_blk_fail(-ENOMEM, "recover: %s", strerror(ENOMEM));
+	memcpy(blk->old_slots, blk->slots, bytes);
+	memset(blk->slots, 0, bytes);
+	/*
+	 * The write pointers again, now that the device is quiesced (the
+	 * dead server's last device requests done).
+	 */
+	free(blk->zones);
+	err = p2z_blk_zones_init(blk);
+	if (err)
+		return p2z_blk_fail(err, "recover: zone report: %s",
+				    strerror(-err));
+	for (i = 0; i < blk->g.nr_zones; i++)
+		blk->wp_rec[i] = blk->zones[i].wp_ofs;
+	for (i = 0, bytes = 0; i < n; i++)
+		bytes += blk->old_slots[i].state != P2Z_BLK_SLOT_FREE;
+	p2z_log(LOG_INFO,
+		"recover %" PRIu32 ": %zu appends in the dead server's record",
+		blk->dev_id, bytes);
+	return 0;
+}
+
 /* Bring the device up and serve it until a signal or a del stops it. */
 static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		       int notify_fd, const sigset_t *set)
@@ -418,6 +496,11 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 	char cdev[P2Z_BLK_PATH_MAX];
 
 	snprintf(cdev, sizeof(cdev), "/dev/ublkc%" PRIu32, blk->dev_id);
+	if (blk->recovery) {
+		ret = p2z_blk_slots_setup(blk);
+		if (ret)
+			return ret;
+	}
 	/* Recover: the kernel resets the queues for the new server. */
 	if (blk->recover) {
 		ret = p2z_blk_start_recovery(blk);
@@ -652,9 +735,28 @@ static int p2z_blk_main(struct p2z_blk *blk, const char *path,
 	if (del && del != -ENODEV)
 		p2z_log(LOG_WARNING, "DEL_DEV /dev/ublkb%" PRIu32 ": %s",
 			blk->dev_id, strerror(-del));
+	if (blk->recovery) {
+		char slots[P2Z_BLK_PATH_MAX];
+
+		p2z_blk_slots_path(blk->dev_id, slots, sizeof(slots));
+		unlink(slots);
+	}
+	if (blk->recover)
+		p2z_log(LOG_INFO,
+			"recovery: reissued requests resolved: already-written %" PRIu64
+			", rest %" PRIu64 ", append-landed %" PRIu64
+			", append-sent %" PRIu64 ", failed %" PRIu64,
+			blk->nr_reissue[P2Z_BLK_RC_WRITTEN],
+			blk->nr_reissue[P2Z_BLK_RC_REST],
+			blk->nr_reissue[P2Z_BLK_RC_APPEND_LANDED],
+			blk->nr_reissue[P2Z_BLK_RC_APPEND_SENT],
+			blk->nr_reissue[P2Z_BLK_RC_FAILED]);
 out_dev:
 	p2z_dev_close(blk->dev);
 	free(blk->zones);
+	free(blk->old_slots);
+	free(blk->old_taken);
+	free(blk->wp_rec);
 	p2z_blk_ctrl_close(blk->ctrl_fd, &blk->ctrl);
 	return ret;
 }

@@ -50,6 +50,16 @@ struct p2z_blk_zone {
 struct p2z_blk;
 struct p2z_blk_queue;
 
+/* How a recovered server resolved the requests sent again (logged) */
+enum p2z_blk_reissue_class {
+	P2Z_BLK_RC_WRITTEN, /* a write already on the device: completed */
+	P2Z_BLK_RC_REST, /* a write partly there: the rest sent */
+	P2Z_BLK_RC_APPEND_LANDED, /* an append found landed: completed */
+	P2Z_BLK_RC_APPEND_SENT, /* an append that had not landed: sent */
+	P2Z_BLK_RC_FAILED, /* could not tell: EIO */
+	P2Z_BLK_RC_NR,
+};
+
 /* The ring's user_data: a tag (ublk commands), or this: the eventfd poll */
 #define P2Z_BLK_UD_EVENT (1ULL << 63)
 /* p2z_blk_tag.gate of a request outside any zone gate */
@@ -93,6 +103,9 @@ struct p2z_blk_tag {
  * @tags: one per tag
  * @dq: the device queue the requests go through (owned by @thread)
  * @busy: requests taken from the kernel and not committed yet
+ * @committed: tags committed since the last submit (their append slots
+ *	       are freed once the kernel has the commit)
+ * @nr_committed: how many
  * @thread: the thread serving the queue
  * @ret: why the thread ended (0: the device stopped)
  */
@@ -106,6 +119,8 @@ struct p2z_blk_queue {
 	struct p2z_blk_tag *tags;
 	struct p2z_dev_queue *dq;
 	unsigned int busy;
+	unsigned int *committed;
+	unsigned int nr_committed;
 	pthread_t thread;
 	int ret;
 };
@@ -136,6 +151,13 @@ struct p2z_blk_queue {
  * @rec_ident: recover: the identity its record holds
  * @rec_path: recover: the backing path its record holds
  * @rec_max_io: recover: the device's max_io_buf_bytes
+ * @slots: the append record, one slot per queue and tag (MAP_SHARED of
+ *	   P2Z_BLK_RUN_DIR/N.slots: survives the server), or NULL
+ * @old_slots: recover: the dead server's slots (a copy), or NULL
+ * @old_taken: recover: which of them a reissued append matched (atomic)
+ * @wp_rec: recover: each zone's write pointer when recovered
+ * @nr_reissue: recover: reissued requests by enum p2z_blk_reissue_class
+ *		(atomic)
  */
 struct p2z_blk {
 	struct p2z_dev *dev;
@@ -162,6 +184,11 @@ struct p2z_blk {
 	char rec_ident[128];
 	char rec_path[4096];
 	uint32_t rec_max_io;
+	struct p2z_blk_slot *slots;
+	struct p2z_blk_slot *old_slots;
+	uint8_t *old_taken;
+	uint64_t *wp_rec;
+	uint64_t nr_reissue[P2Z_BLK_RC_NR];
 };
 
 /* blk_ctrl.c */
@@ -340,6 +367,12 @@ void p2z_blk_queue_commit(struct p2z_blk_queue *q, unsigned int tag, int res,
  * @q: the queue, on its own thread
  */
 void p2z_blk_queue_wait(struct p2z_blk_queue *q);
+
+/**
+ * p2z_blk_slots_free() - the commits of @q's tags went to the kernel: free
+ * their append slots (a request the kernel completed is never sent again)
+ */
+void p2z_blk_slots_free(struct p2z_blk_queue *q);
 
 /* blk_zoned.c */
 

@@ -29,7 +29,10 @@
 # one, del refusing a device whose record does not match and --force,
 # del --force of a mounted device, a power cut (SIGKILL of the server of
 # an image with a volatile write cache) under btrfs after a sync and
-# under zonefs after an fsync; last, the kernel log.
+# under zonefs after an fsync; ublk user recovery (ublk/recover: a device
+# added with --recovery under zonefs and an append writer, its server
+# SIGKILLed P2Z_RECOVER_CYCLES times, 3 by default, and recovered each
+# time; refusals); last, the kernel log.
 # Each check prints one result line (guest-lib.sh), "P2Z-RESULT <config>
 # <check> PASS|FAIL|SKIP|REFUSED|INFO <seconds>s <detail>". REFUSED is the one
 # refusal a check expects
