@@ -45,6 +45,7 @@ CAP=$((80 * M))
 NZ=16
 SB=/p2z/zonefs-sb.bin
 P2Z_BLK_OLD=0 # 1: a kernel without zoned ublk devices (blk.sh's 6.1 boot)
+P2Z_RECOVER_CYCLES=3 # ublk/recover's kills (vm.conf: blk.sh passes it on)
 # shellcheck source=/dev/null
 . /p2z/vm.conf
 # shellcheck source=guest-lib.sh
