@@ -337,14 +337,20 @@ static int p2z_blk_compare(struct p2z_blk *blk, uint64_t zidx, uint64_t lba,
 			   const char *buf, uint64_t len)
 {
 	char *tmp = malloc(len);
+	ssize_t n;
 	int ret;
 
 	if (!tmp)
 		return -ENOMEM;
-	ret = p2z_dev_pread(blk->dev, tmp, len,
-			    (p2z_geom_zone_start(&blk->g, zidx) + lba)
-				    << blk->g.lba_shift);
-	if (!ret)
+	/* bytes read, or -errno */
+	n = p2z_dev_pread(blk->dev, tmp, len,
+			  (p2z_geom_zone_start(&blk->g, zidx) + lba)
+				  << blk->g.lba_shift);
+	if (n < 0)
+		ret = (int)n;
+	else if ((size_t)n != len)
+		ret = -EIO;
+	else
 		ret = memcmp(tmp, buf, len) ? 1 : 0;
 	free(tmp);
 	return ret;
