@@ -684,38 +684,41 @@ refuse_why() { # exit output text
 	echo "${why# }"
 }
 
-# The append writer of check_recover: 256 KiB records appended to zonefs
-# seq/0 with O_DIRECT until /tmp/rc-stop exists; an acknowledged record
-# is logged "INDEX OFFSET" in /tmp/rc-acked, a failed one in /tmp/rc-err.
-rc_writer() { # mnt
-	local i=0 before
+# The append writer of check_recover: 1 MiB records appended to zonefs
+# seq/$2 with O_DIRECT until /tmp/rc-stop exists; an acknowledged record
+# is logged "INDEX OFFSET" in /tmp/rc-acked.$2, a failed one in
+# /tmp/rc-err.$2.
+rc_writer() { # mnt file
+	local i=0 before f=$1/seq/$2
 
-	: >/tmp/rc-acked
-	: >/tmp/rc-err
+	: >"/tmp/rc-acked.$2"
+	: >"/tmp/rc-err.$2"
 	while [ ! -e /tmp/rc-stop ]; do
-		head -c $((256 * 1024)) /dev/urandom >/tmp/rc-rec.$i
-		before=$(stat -c %s "$1/seq/0")
-		if dd if=/tmp/rc-rec.$i of="$1/seq/0" bs=256k oflag=direct,append \
+		head -c $M /dev/urandom >"/tmp/rc-rec.$2.$i"
+		before=$(stat -c %s "$f")
+		if dd if="/tmp/rc-rec.$2.$i" of="$f" bs=1M oflag=direct,append \
 			conv=notrunc status=none 2>>/tmp/rc-err.log; then
-			echo "$i $before" >>/tmp/rc-acked
+			echo "$i $before" >>"/tmp/rc-acked.$2"
 		else
-			echo "$i $before" >>/tmp/rc-err
+			echo "$i $before" >>"/tmp/rc-err.$2"
 		fi
 		i=$((i + 1))
 	done
 }
 
 # ublk user recovery (po2zfs-blk(8) RECOVERY): a device added with
-# --recovery under zonefs and an append writer; the server is SIGKILLed
+# --recovery under zonefs and four append writers (seq/0 to seq/3, so
+# that requests are in flight at the kills); the server is SIGKILLed
 # at random moments P2Z_RECOVER_CYCLES times (3 here; 20 by hand) and
 # each time the device is quiesced (list), the writer's next requests
 # are held, and po2zfs-blk recover serves it again. Then every
-# acknowledged record is in seq/0 at its offset and seq/0's size equals
-# its zone's write pointer. Refusals: recover of a live device, of a
+# acknowledged record is in its file at its offset and each file's size
+# equals its zone's write pointer. Refusals: recover of a live device, of a
 # device added without --recovery (check_kill's), with a record naming
 # another backing device.
 check_recover() { # ng
-	local ng=$1 m=/mnt/zonefs dev=/dev/ublkb0 why='' out r c wpid w res
+	local ng=$1 m=/mnt/zonefs dev=/dev/ublkb0 why='' out r c w res f
+	local wpids=
 	local cycles=${P2Z_RECOVER_CYCLES:-3} done_c=0 acked=0 bad=0 i off sz wp rec
 
 	po2zfs-blk add -f --recovery "$ng" >/tmp/rc-add.out 2>&1 </dev/null &
@@ -737,9 +740,11 @@ check_recover() { # ng
 		wait "$PID"
 		return
 	fi
-	rm -f /tmp/rc-stop /tmp/rc-rec.*
-	rc_writer $m &
-	wpid=$!
+	rm -f /tmp/rc-stop /tmp/rc-rec.* /tmp/rc-rec*.out
+	for f in 0 1 2 3; do
+		rc_writer $m $f &
+		wpids="$wpids $!"
+	done
 	for c in $(seq "$cycles"); do
 		sleep "0.$((RANDOM % 9 + 1))" # a random moment, not a wait
 		kill -KILL "$PID" 2>/dev/null
@@ -769,27 +774,31 @@ check_recover() { # ng
 		done_c=$c
 	done
 	# the writer appends once more after the last recovery
-	c=$(wc -l </tmp/rc-acked)
+	c=$(wc -l </tmp/rc-acked.0)
 	for i in $(seq 600); do
-		[ "$(wc -l </tmp/rc-acked)" -gt "$c" ] && break
+		[ "$(wc -l </tmp/rc-acked.0)" -gt "$c" ] && break
 		sleep 0.05
 	done
 	touch /tmp/rc-stop
-	wait $wpid
+	# shellcheck disable=SC2086 # the writers' pids
+	wait $wpids
 	echo 3 >/proc/sys/vm/drop_caches
-	while read -r i off; do
-		rec=$(dd if=$m/seq/0 bs=4k skip=$((off / 4096)) count=64 iflag=direct status=none |
-			cmp -s - "/tmp/rc-rec.$i" && echo ok)
-		[ "$rec" = ok ] || bad=$((bad + 1))
-		acked=$((acked + 1))
-	done </tmp/rc-acked
-	sz=$(stat -c %s $m/seq/0)
+	for f in 0 1 2 3; do
+		while read -r i off; do
+			rec=$(dd if=$m/seq/$f bs=4k skip=$((off / 4096)) count=256 iflag=direct status=none |
+				cmp -s - "/tmp/rc-rec.$f.$i" && echo ok)
+			[ "$rec" = ok ] || bad=$((bad + 1))
+			acked=$((acked + 1))
+		done <"/tmp/rc-acked.$f"
+		# seq/f is the device's zone f + 1 (zone 0 holds the super block)
+		sz=$(stat -c %s $m/seq/$f)
+		wp=$(blkzone report -o $(((f + 1) * Z / 512)) -c 1 $dev | sed -n 's/.*wptr \(0x[0-9a-f]*\).*/\1/p')
+		wp=$((wp * 512))
+		[ "$sz" = "$wp" ] || why="$why seq/$f-size($sz)-not-wp($wp)"
+	done
 	umount $m || why="$why umount"
-	# seq/0 is the device's zone 1 (zone 0 holds the super block)
-	wp=$(blkzone report -o $((Z / 512)) -c 1 $dev | sed -n 's/.*wptr \(0x[0-9a-f]*\).*/\1/p')
-	wp=$((wp * 512))
-	[ "$sz" = "$wp" ] || why="$why size($sz)-not-wp($wp)"
 	[ "$bad" = 0 ] || why="$why lost=$bad"
+	cat /tmp/rc-err.[0-3] >/tmp/rc-err
 	[ ! -s /tmp/rc-err ] || why="$why writer-errors($(tr '\n' ' ' </tmp/rc-err))"
 	[ "$done_c" = "$cycles" ] || why="$why cycles=$done_c/$cycles"
 	[ "$acked" -gt 0 ] || why="$why nothing-acked"
@@ -804,7 +813,7 @@ check_recover() { # ng
 	for c in already-written rest append-landed append-sent failed; do
 		res="$res $c=$(grep -c "recovery: reissued request of zone [0-9]*: $c\$" /tmp/rc-logs)"
 	done
-	sum="cycles=$done_c acked=$acked records ($((acked * 256)) KiB) lost=$bad writer_errors=$(wc -l </tmp/rc-err) size=$sz wp=$wp $res"
+	sum="cycles=$done_c acked=$acked records of 1 MiB in 4 files, lost=$bad writer_errors=$(wc -l </tmp/rc-err) sizes=write pointers $res"
 	echo "P2Z-VM blk-recover: $sum"
 	result_why ublk recover "${why# }${why:+: $sum}" "$sum; refusals: live, other device"
 }
