@@ -5,6 +5,7 @@
  * include/po2zfs/blk.h.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <linux/ublk_cmd.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -237,4 +238,96 @@ uint32_t p2z_blk_gate_leave(uint32_t cur, enum p2z_blk_gate_kind kind)
 bool p2z_blk_gate_idle(uint32_t cur)
 {
 	return !(cur & (P2Z_BLK_GATE_WRITES | P2Z_BLK_GATE_APPENDS));
+}
+
+enum p2z_blk_reissue p2z_blk_reissue_write(uint64_t start, uint64_t len,
+					   uint64_t wp, int cmp)
+{
+	if (wp <= start)
+		return P2Z_BLK_REISSUE_SEND;
+	if (cmp < 0)
+		return P2Z_BLK_REISSUE_COMPARE;
+	if (cmp > 0)
+		return P2Z_BLK_REISSUE_FAIL;
+	return wp >= start + len ? P2Z_BLK_REISSUE_DONE : P2Z_BLK_REISSUE_REST;
+}
+
+static enum p2z_blk_reissue p2z_blk_reissue_at(uint64_t lba, int cmp,
+					       uint64_t *at)
+{
+	*at = lba;
+	if (cmp < 0)
+		return P2Z_BLK_REISSUE_COMPARE;
+	return cmp ? P2Z_BLK_REISSUE_FAIL : P2Z_BLK_REISSUE_DONE;
+}
+
+enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
+					    uint64_t wp,
+					    uint64_t moved_by_others,
+					    unsigned int nr_unknown, int cmp,
+					    uint64_t *at)
+{
+	uint64_t base;
+
+	if (!slot || slot->state == P2Z_BLK_SLOT_FREE)
+		return P2Z_BLK_REISSUE_SEND;
+	if (slot->state == P2Z_BLK_SLOT_LANDED) {
+		if (slot->landed + slot->len > wp)
+			return P2Z_BLK_REISSUE_FAIL; /* the zone lost it */
+		return p2z_blk_reissue_at(slot->landed, cmp, at);
+	}
+	if (slot->state != P2Z_BLK_SLOT_SUBMITTED || wp < slot->wp_submit)
+		return P2Z_BLK_REISSUE_FAIL;
+	base = slot->wp_submit + moved_by_others;
+	if (wp == base)
+		return P2Z_BLK_REISSUE_SEND;
+	if (wp == base + slot->len && !nr_unknown && !moved_by_others)
+		return p2z_blk_reissue_at(slot->wp_submit, cmp, at);
+	return P2Z_BLK_REISSUE_FAIL;
+}
+
+static uint32_t p2z_blk_crc_table[256];
+
+static void p2z_blk_crc_init(void)
+{
+	uint32_t c;
+	int i, k;
+
+	for (i = 0; i < 256; i++) {
+		c = (uint32_t)i;
+		for (k = 0; k < 8; k++)
+			c = c & 1 ? (c >> 1) ^ 0x82f63b78U : c >> 1;
+		p2z_blk_crc_table[i] = c;
+	}
+}
+
+uint32_t p2z_blk_crc32c(uint32_t crc, const void *buf, size_t len)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+	const unsigned char *p = buf;
+
+	pthread_once(&once, p2z_blk_crc_init);
+	crc = ~crc;
+	while (len--)
+		crc = p2z_blk_crc_table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+const char *p2z_blk_state_name(uint16_t state, bool alive, bool recovering)
+{
+	if (state == UBLK_S_DEV_QUIESCED)
+		return recovering ? "recovering" : "quiesced";
+	return alive ? "alive" : "dead";
+}
+
+int p2z_blk_recover_check(uint16_t state, uint64_t flags, uint64_t srv_flags,
+			  enum p2z_blk_owner owner)
+{
+	if ((srv_flags & P2Z_BLK_SRV_MAGIC_MASK) != P2Z_BLK_SRV_MAGIC)
+		return -EPERM;
+	if (!(flags & UBLK_F_USER_RECOVERY))
+		return -EOPNOTSUPP;
+	if (owner != P2Z_BLK_OWNER_OURS)
+		return -EPERM;
+	return state == UBLK_S_DEV_QUIESCED ? 0 : -EBUSY;
 }

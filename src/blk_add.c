@@ -25,7 +25,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -73,6 +76,9 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 	info.max_io_buf_bytes = blk->buf_bytes;
 	info.dev_id = blk->dev_id;
 	info.flags = need | UBLK_F_CMD_IOCTL_ENCODE;
+	if (blk->recovery)
+		info.flags |= UBLK_F_USER_RECOVERY |
+			      UBLK_F_USER_RECOVERY_REISSUE;
 	/* kept by the kernel: list and del know po2zfs-blk's devices by it */
 	info.ublksrv_flags = P2Z_BLK_SRV_MAGIC;
 	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_ADD_DEV,
@@ -91,12 +97,15 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 			"ublk unavailable: the kernel refuses a zoned ublk device with user copy: %s (Linux 6.6+ with CONFIG_BLK_DEV_ZONED needed)",
 			strerror(-ret));
 	blk->dev_id = info.dev_id;
+	if (blk->recovery)
+		need |= UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
 	if ((info.flags & need) != need) {
 		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_DEL_DEV,
 			     blk->dev_id, NULL, 0, 0);
 		return p2z_blk_fail(
 			-EOPNOTSUPP,
-			"ublk unavailable: the kernel lacks zoned ublk devices with user copy (Linux 6.6+)");
+			"ublk unavailable: the kernel lacks zoned ublk devices with user copy%s (Linux 6.6+)",
+			blk->recovery ? " and user recovery" : "");
 	}
 	if (info.max_io_buf_bytes < blk->buf_bytes)
 		blk->buf_bytes = info.max_io_buf_bytes;
@@ -129,6 +138,34 @@ static unsigned int p2z_blk_nr_queues(void)
 	if (n < 1)
 		return 1;
 	return n > P2Z_BLK_MAX_QUEUES ? P2Z_BLK_MAX_QUEUES : (unsigned int)n;
+}
+
+/*
+ * The backing device's identity, as the record keeps it for recover: the
+ * device number of a device node (else the file's filesystem and inode)
+ * and the geometry the server computed from it.
+ */
+static int p2z_blk_ident(struct p2z_blk *blk, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return p2z_blk_fail(-errno, "%s: %s", path, strerror(errno));
+	if (S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode))
+		snprintf(blk->ident, sizeof(blk->ident), "%s=%u:%u",
+			 S_ISBLK(st.st_mode) ? "blk" : "chr", major(st.st_rdev),
+			 minor(st.st_rdev));
+	else
+		snprintf(blk->ident, sizeof(blk->ident), "file=%u:%u:%" PRIu64,
+			 major(st.st_dev), minor(st.st_dev),
+			 (uint64_t)st.st_ino);
+	snprintf(blk->ident + strlen(blk->ident),
+		 sizeof(blk->ident) - strlen(blk->ident),
+		 " lba=%" PRIu32 " zone=%" PRIu64 " zones=%" PRIu64
+		 " max=%" PRIu32,
+		 blk->g.lba_bytes, blk->g.zone_lba, blk->g.nr_zones,
+		 blk->buf_bytes);
+	return 0;
 }
 
 static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
@@ -177,7 +214,7 @@ static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
 	if (ret)
 		return p2z_blk_fail(ret, "%s: zone report: %s", path,
 				    strerror(-ret));
-	return 0;
+	return p2z_blk_ident(blk, path);
 }
 
 /*
@@ -333,7 +370,7 @@ static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
 {
 	int ret;
 
-	ret = p2z_blk_record_write(blk->dev_id, path);
+	ret = p2z_blk_record_write(blk->dev_id, path, blk->ident);
 	if (ret)
 		p2z_log(LOG_WARNING,
 			P2Z_BLK_RUN_DIR
@@ -353,6 +390,102 @@ static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
 	return ret;
 }
 
+/*
+ * START_USER_RECOVERY: EBUSY while the dead server's /dev/ublkcN is still
+ * being released (its io_uring torn down after the exit): retried for up
+ * to 5 s. Return: 0 or -errno.
+ */
+static int p2z_blk_start_recovery(struct p2z_blk *blk)
+{
+	int i, ret;
+
+	for (i = 0; i < 100; i++) {
+		ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd,
+				   UBLK_U_CMD_START_USER_RECOVERY, blk->dev_id,
+				   NULL, 0, 0);
+		if (ret != -EBUSY)
+			break;
+		usleep(50000);
+	}
+	return ret;
+}
+
+static void p2z_blk_slots_path(uint32_t dev_id, char *path, size_t size)
+{
+	snprintf(path, size, P2Z_BLK_RUN_DIR "/%" PRIu32 ".slots", dev_id);
+}
+
+/*
+ * The append record (blk_zoned.c): P2Z_BLK_RUN_DIR/N.slots, one struct
+ * p2z_blk_slot per queue and tag, mapped shared. add makes it; recover
+ * keeps the dead server's slots (a copy) and each zone's write pointer,
+ * then clears it for its own. Return: 0 or -errno after one line.
+ */
+static int p2z_blk_slots_setup(struct p2z_blk *blk)
+{
+	size_t n = (size_t)blk->nr_queues * blk->depth, i;
+	size_t bytes = n * sizeof(struct p2z_blk_slot);
+	char path[P2Z_BLK_PATH_MAX];
+	struct stat st;
+	int fd, err;
+	void *p;
+
+	p2z_blk_slots_path(blk->dev_id, path, sizeof(path));
+	if (mkdir(P2Z_BLK_RUN_DIR, 0700) && errno != EEXIST)
+		return p2z_blk_fail(-errno, "%s: %s", P2Z_BLK_RUN_DIR,
+				    strerror(errno));
+	fd = open(path,
+		  O_RDWR | O_NOFOLLOW | O_CLOEXEC |
+			  (blk->recover ? 0 : O_CREAT),
+		  0600);
+	err = fd < 0 || fstat(fd, &st) ? -errno : 0;
+	if (!err && blk->recover && (size_t)st.st_size != bytes)
+		err = -EINVAL; /* not the record of these queues */
+	if (!err && !blk->recover &&
+	    (ftruncate(fd, 0) || ftruncate(fd, (off_t)bytes)))
+		err = -errno;
+	if (err) {
+		if (fd >= 0)
+			close(fd);
+		return p2z_blk_fail(err,
+				    "%s%" PRIu32 ": %s (the append record): %s",
+				    blk->recover ? "recover " : "/dev/ublkb",
+				    blk->dev_id, path, strerror(-err));
+	}
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return p2z_blk_fail(-errno, "%s: mmap: %s", path,
+				    strerror(errno));
+	blk->slots = p;
+	if (!blk->recover)
+		return 0;
+	blk->old_slots = malloc(bytes);
+	blk->old_taken = calloc(n, 1);
+	blk->wp_rec = calloc(blk->g.nr_zones, sizeof(*blk->wp_rec));
+	if (!blk->old_slots || !blk->old_taken || !blk->wp_rec)
+		return p2z_blk_fail(-ENOMEM, "recover: %s", strerror(ENOMEM));
+	memcpy(blk->old_slots, blk->slots, bytes);
+	memset(blk->slots, 0, bytes);
+	/*
+	 * The write pointers again, now that the device is quiesced (the
+	 * dead server's last device requests done).
+	 */
+	free(blk->zones);
+	err = p2z_blk_zones_init(blk);
+	if (err)
+		return p2z_blk_fail(err, "recover: zone report: %s",
+				    strerror(-err));
+	for (i = 0; i < blk->g.nr_zones; i++)
+		blk->wp_rec[i] = blk->zones[i].wp_ofs;
+	for (i = 0, bytes = 0; i < n; i++)
+		bytes += blk->old_slots[i].state != P2Z_BLK_SLOT_FREE;
+	p2z_log(LOG_INFO,
+		"recover %" PRIu32 ": %zu appends in the dead server's record",
+		blk->dev_id, bytes);
+	return 0;
+}
+
 /* Bring the device up and serve it until a signal or a del stops it. */
 static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		       int notify_fd, const sigset_t *set)
@@ -361,16 +494,31 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 	unsigned int started = 0;
 	int ret, err;
 	char cdev[P2Z_BLK_PATH_MAX];
-	bool served = false;
 
 	snprintf(cdev, sizeof(cdev), "/dev/ublkc%" PRIu32, blk->dev_id);
+	if (blk->recovery) {
+		ret = p2z_blk_slots_setup(blk);
+		if (ret)
+			return ret;
+	}
+	/* Recover: the kernel resets the queues for the new server. */
+	if (blk->recover) {
+		ret = p2z_blk_start_recovery(blk);
+		if (ret)
+			return p2z_blk_fail(ret,
+					    "recover %" PRIu32
+					    ": START_USER_RECOVERY: %s",
+					    blk->dev_id, strerror(-ret));
+	}
 	blk->cdev_fd = p2z_blk_cdev_open(cdev);
 	if (blk->cdev_fd < 0)
 		return p2z_blk_fail(blk->cdev_fd, "%s: %s", cdev,
 				    strerror(-blk->cdev_fd));
 	p2z_blk_params(blk, &params);
-	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_SET_PARAMS,
-			   blk->dev_id, &params, sizeof(params), 0);
+	ret = blk->recover ? 0 :
+			     p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd,
+					  UBLK_U_CMD_SET_PARAMS, blk->dev_id,
+					  &params, sizeof(params), 0);
 	if (ret) {
 		err = p2z_blk_fail(ret, "SET_PARAMS: %s", strerror(-ret));
 		goto out_close;
@@ -385,18 +533,30 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 		err = p2z_blk_fail(ret, "queues: %s", strerror(-ret));
 		goto out_stop;
 	}
-	/* The kernel reports the zones through the queues while starting. */
-	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_START_DEV,
+	/*
+	 * The kernel reports the zones through the queues while starting;
+	 * a recovery ends once every queue fetched its tags, and the held
+	 * requests come.
+	 */
+	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd,
+			   blk->recover ? UBLK_U_CMD_END_USER_RECOVERY :
+					  UBLK_U_CMD_START_DEV,
 			   blk->dev_id, NULL, 0, (uint64_t)getpid());
 	if (ret) {
-		err = p2z_blk_fail(ret, "START_DEV: %s", strerror(-ret));
+		err = p2z_blk_fail(ret, "%s: %s",
+				   blk->recover ? "END_USER_RECOVERY" :
+						  "START_DEV",
+				   strerror(-ret));
 		goto out_stop;
 	}
-	served = true;
+	if (blk->recover)
+		p2z_log(LOG_INFO, "recovered /dev/ublkb%" PRIu32 " from %s",
+			blk->dev_id, path);
+	blk->served = true;
 	err = p2z_blk_serve(blk, path, fg, notify_fd, set);
 out_stop:
 	/* Stopping ends the queues' commands (a no-op if never started). */
-	if (err || started)
+	if ((err && !blk->recover) || started)
 		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_STOP_DEV,
 			     blk->dev_id, NULL, 0, 0);
 	/*
@@ -410,7 +570,7 @@ out_stop:
 				   blk->dev_id, strerror(-ret));
 	free(blk->queues);
 	/* Served (with or without an error since): flush before letting go. */
-	if (served) {
+	if (blk->served) {
 		ret = p2z_blk_flush_at_stop(blk, path);
 		if (ret)
 			err = p2z_blk_fail(
@@ -424,9 +584,104 @@ out_close:
 	return err;
 }
 
-int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id)
+/*
+ * recover: the device N is po2zfs-blk's, recoverable, quiesced, with a
+ * record of its own that no live process holds; its backing path (from
+ * the record) into @path (NULL: add's path, checked by its identity), its
+ * queues and limits into @blk.
+ */
+static int p2z_blk_recover_dev(struct p2z_blk *blk, const char **path)
 {
-	struct p2z_blk blk = { .ctrl_fd = -1, .cdev_fd = -1, .dev_id = id };
+	struct ublksrv_ctrl_dev_info info;
+	uint32_t n = blk->dev_id;
+	int ret, rec_pid = 0;
+	bool have;
+
+	ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_GET_DEV_INFO, n,
+			   &info, sizeof(info), 0);
+	if (ret)
+		return p2z_blk_fail(ret,
+				    "recover %" PRIu32 ": /dev/ublkb%" PRIu32
+				    ": %s",
+				    n, n, strerror(-ret));
+	have = !p2z_blk_record_read(n, blk->rec_path, sizeof(blk->rec_path),
+				    &rec_pid, blk->rec_ident,
+				    sizeof(blk->rec_ident));
+	ret = p2z_blk_recover_check(info.state, info.flags, info.ublksrv_flags,
+				    p2z_blk_owner_of(have, rec_pid, 0,
+						     info.ublksrv_flags));
+	if (ret == -EPERM)
+		return p2z_blk_fail(ret,
+				    "recover %" PRIu32 ": /dev/ublkb%" PRIu32
+				    ": not served by " PROG " (%s): %s",
+				    n, n,
+				    have ? "no P2ZB mark" :
+					   "no record in " P2Z_BLK_RUN_DIR,
+				    strerror(-ret));
+	if (ret == -EOPNOTSUPP)
+		return p2z_blk_fail(
+			ret,
+			"recover %" PRIu32 ": /dev/ublkb%" PRIu32
+			" was added without recovery: %s; del %" PRIu32
+			" deletes it",
+			n, n, strerror(-ret), n);
+	if (ret)
+		return p2z_blk_fail(
+			ret,
+			"recover %" PRIu32 ": /dev/ublkb%" PRIu32
+			" is %s, not quiesced: nothing to recover",
+			n, n,
+			p2z_blk_state_name(info.state,
+					   p2z_blk_pid_alive(info.ublksrv_pid),
+					   false));
+	if (rec_pid != getpid() && p2z_blk_pid_alive(rec_pid))
+		return p2z_blk_fail(-EBUSY,
+				    "recover %" PRIu32 ": /dev/ublkb%" PRIu32
+				    " is being recovered by process %d: %s",
+				    n, n, rec_pid, strerror(EBUSY));
+	if (!blk->rec_ident[0] || !strcmp(blk->rec_ident, "-"))
+		return p2z_blk_fail(
+			-EPERM,
+			"recover %" PRIu32 ": " P2Z_BLK_RUN_DIR "/%" PRIu32
+			" holds no identity of the backing device: %s",
+			n, n, strerror(EPERM));
+	blk->nr_queues = info.nr_hw_queues;
+	blk->depth = info.queue_depth;
+	blk->rec_max_io = info.max_io_buf_bytes;
+	if (!blk->nr_queues || blk->nr_queues > P2Z_BLK_MAX_QUEUES ||
+	    !blk->depth || blk->depth > P2Z_BLK_DEPTH)
+		return p2z_blk_fail(-EINVAL,
+				    "recover %" PRIu32 ": /dev/ublkb%" PRIu32
+				    ": %u queues of %u tags: not " PROG "'s",
+				    n, n, blk->nr_queues, blk->depth);
+	if (path)
+		*path = blk->rec_path;
+	return 0;
+}
+
+/* recover: the backing device is the one the record describes. */
+static int p2z_blk_recover_same(struct p2z_blk *blk, const char *path)
+{
+	if (strcmp(blk->ident, blk->rec_ident))
+		return p2z_blk_fail(-ENXIO,
+				    "recover %" PRIu32
+				    ": %s is not the device /dev/ublkb%" PRIu32
+				    " served (now %s, recorded %s): %s",
+				    blk->dev_id, path, blk->dev_id, blk->ident,
+				    blk->rec_ident, strerror(ENXIO));
+	if (blk->rec_max_io < blk->buf_bytes)
+		blk->buf_bytes = blk->rec_max_io;
+	return 0;
+}
+
+/*
+ * The device's server: ADD_DEV (add) or the checks of recover, then run
+ * it until it stops and DEL_DEV. @blk->dev_id, ->recovery and ->recover
+ * are set; @path is the backing device.
+ */
+static int p2z_blk_main(struct p2z_blk *blk, const char *path,
+			const char *backend, bool fg)
+{
 	int notify_fd = -1, ret, del;
 	sigset_t set;
 
@@ -435,14 +690,19 @@ int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id)
 		if (ret)
 			return ret;
 	}
-	pthread_mutex_init(&blk.lock, NULL);
-	pthread_cond_init(&blk.ready, NULL);
-	blk.nr_queues = p2z_blk_nr_queues();
-	blk.depth = P2Z_BLK_DEPTH;
-	ret = p2z_blk_ctrl_open(&blk.ctrl_fd, &blk.ctrl);
+	pthread_mutex_init(&blk->lock, NULL);
+	pthread_cond_init(&blk->ready, NULL);
+	blk->nr_queues = p2z_blk_nr_queues();
+	blk->depth = P2Z_BLK_DEPTH;
+	ret = p2z_blk_ctrl_open(&blk->ctrl_fd, &blk->ctrl);
 	if (ret)
 		return ret;
-	ret = p2z_blk_dev_open(&blk, path, backend);
+	/* recover: the device's own checks first, then the backing one */
+	ret = blk->recover ? p2z_blk_recover_dev(blk, path ? NULL : &path) : 0;
+	if (!ret)
+		ret = p2z_blk_dev_open(blk, path, backend);
+	if (!ret && blk->recover)
+		ret = p2z_blk_recover_same(blk, path);
 	if (ret)
 		goto out_dev;
 	/*
@@ -459,19 +719,90 @@ int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id)
 	sigaddset(&set, SIGINT);
 	sigaddset(&set, SIGUSR1);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
-	ret = p2z_blk_add_dev(&blk);
+	ret = blk->recover ? 0 : p2z_blk_add_dev(blk);
 	if (ret)
 		goto out_dev;
-	ret = p2z_blk_run(&blk, path, fg, notify_fd, &set);
+	ret = p2z_blk_run(blk, path, fg, notify_fd, &set);
+	/*
+	 * A recover that failed before it served leaves the device quiesced,
+	 * for another recover or a del.
+	 */
+	if (blk->recover && ret && !blk->served)
+		goto out_dev;
 	/* The cdev closed: DEL_DEV waits for the device's last reference. */
-	del = p2z_blk_ctrl(&blk.ctrl, blk.ctrl_fd, UBLK_U_CMD_DEL_DEV,
-			   blk.dev_id, NULL, 0, 0);
+	del = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_DEL_DEV,
+			   blk->dev_id, NULL, 0, 0);
 	if (del && del != -ENODEV)
 		p2z_log(LOG_WARNING, "DEL_DEV /dev/ublkb%" PRIu32 ": %s",
-			blk.dev_id, strerror(-del));
+			blk->dev_id, strerror(-del));
+	if (blk->recovery) {
+		char slots[P2Z_BLK_PATH_MAX];
+
+		p2z_blk_slots_path(blk->dev_id, slots, sizeof(slots));
+		unlink(slots);
+	}
+	if (blk->recover)
+		p2z_log(LOG_INFO,
+			"recovery: reissued requests resolved: already-written %" PRIu64
+			", rest %" PRIu64 ", append-landed %" PRIu64
+			", append-sent %" PRIu64 ", failed %" PRIu64,
+			blk->nr_reissue[P2Z_BLK_RC_WRITTEN],
+			blk->nr_reissue[P2Z_BLK_RC_REST],
+			blk->nr_reissue[P2Z_BLK_RC_APPEND_LANDED],
+			blk->nr_reissue[P2Z_BLK_RC_APPEND_SENT],
+			blk->nr_reissue[P2Z_BLK_RC_FAILED]);
 out_dev:
-	p2z_dev_close(blk.dev);
-	free(blk.zones);
-	p2z_blk_ctrl_close(blk.ctrl_fd, &blk.ctrl);
+	p2z_dev_close(blk->dev);
+	free(blk->zones);
+	free(blk->old_slots);
+	free(blk->old_taken);
+	free(blk->wp_rec);
+	p2z_blk_ctrl_close(blk->ctrl_fd, &blk->ctrl);
 	return ret;
+}
+
+/*
+ * Whether ublk device @id exists and is quiesced (its server died): then
+ * add --recovery --id N recovers it instead (a restarted systemd unit).
+ */
+static bool p2z_blk_is_quiesced(uint32_t id)
+{
+	struct ublksrv_ctrl_dev_info info;
+	struct io_uring ring;
+	bool quiesced;
+	int fd;
+
+	if (p2z_blk_ctrl_open(&fd, &ring))
+		return false;
+	quiesced = !p2z_blk_ctrl(&ring, fd, UBLK_U_CMD_GET_DEV_INFO, id, &info,
+				 sizeof(info), 0) &&
+		   info.state == UBLK_S_DEV_QUIESCED;
+	p2z_blk_ctrl_close(fd, &ring);
+	return quiesced;
+}
+
+int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id,
+		    bool recovery)
+{
+	struct p2z_blk blk = {
+		.ctrl_fd = -1, .cdev_fd = -1, .dev_id = id, .recovery = recovery
+	};
+
+	if (recovery && id != P2Z_BLK_ID_ANY && p2z_blk_is_quiesced(id)) {
+		p2z_log(LOG_INFO,
+			"/dev/ublkb%" PRIu32 " is quiesced: recovering it", id);
+		blk.recover = true;
+	}
+	return p2z_blk_main(&blk, path, backend, fg);
+}
+
+int p2z_blk_cmd_recover(uint32_t n, const char *backend, bool fg)
+{
+	struct p2z_blk blk = { .ctrl_fd = -1,
+			       .cdev_fd = -1,
+			       .dev_id = n,
+			       .recovery = true,
+			       .recover = true };
+
+	return p2z_blk_main(&blk, NULL, backend, fg);
 }

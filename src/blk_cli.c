@@ -26,7 +26,9 @@
 
 static const char usage_text[] =
 	"Usage:\n"
-	"  " PROG " add [-f] [--id N] [--backend nvme|zbd|emu] DEVICE\n"
+	"  " PROG
+	" add [-f] [--id N] [--recovery] [--backend nvme|zbd|emu] DEVICE\n"
+	"  " PROG " recover [-f] [--backend nvme|zbd|emu] N\n"
 	"  " PROG " list\n"
 	"  " PROG " del [--force] N\n"
 	"  " PROG " --help | --version\n"
@@ -34,7 +36,9 @@ static const char usage_text[] =
 	"add serves DEVICE (/dev/ngXnY, /dev/nvmeXnY, a zoned block device or\n"
 	"an emulated image) as /dev/ublkbN, a zoned block device with power-of-2\n"
 	"zones, prints that path and runs in the background (-f: foreground;\n"
-	"--id N: that N, or fail).\n";
+	"--id N: that N, or fail; --recovery: a device whose server dies is\n"
+	"held, quiesced, until recover N serves it again from the same backing\n"
+	"device).\n";
 
 /* A usage error: one line on stderr, exit 2. */
 #define usage_fail(...) p2z_cli_fail(PROG, EXIT_USAGE, __VA_ARGS__)
@@ -60,13 +64,14 @@ static int p2z_blk_parse_id(const char *arg, uint32_t limit, uint32_t *id)
  * @id: --id, or P2Z_BLK_ID_ANY
  * @fg: -f
  * @force: --force
+ * @recovery: --recovery
  * @args: the operands
  * @nr: how many
  */
 struct p2z_blk_args {
 	const char *cmd, *backend;
 	uint32_t id;
-	bool fg, force;
+	bool fg, force, recovery;
 	char **args;
 	int nr;
 };
@@ -79,6 +84,7 @@ static int p2z_blk_parse(int argc, char **argv, struct p2z_blk_args *a)
 		{ "backend", required_argument, NULL, 'b' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "id", required_argument, NULL, 'i' },
+		{ "recovery", no_argument, NULL, 'R' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -97,6 +103,9 @@ static int p2z_blk_parse(int argc, char **argv, struct p2z_blk_args *a)
 			break;
 		case 'F':
 			a->force = true;
+			break;
+		case 'R':
+			a->recovery = true;
 			break;
 		case 'i':
 			if (p2z_blk_parse_id(optarg, P2Z_BLK_ID_LIMIT, &a->id))
@@ -123,6 +132,8 @@ static int p2z_blk_parse(int argc, char **argv, struct p2z_blk_args *a)
 				  a->backend);
 	if (a->force && strcmp(a->cmd, "del"))
 		return usage_fail("--force is an option of del only");
+	if (a->recovery && strcmp(a->cmd, "add"))
+		return usage_fail("--recovery is an option of add only");
 	if (have_id && strcmp(a->cmd, "add"))
 		return usage_fail("--id is an option of add only");
 	a->args = argv + 1 + optind;
@@ -151,10 +162,17 @@ int main(int argc, char **argv)
 	if (ret != P2Z_BLK_GO_ON)
 		return ret;
 	if (!strcmp(a.cmd, "add") && a.nr == 1)
-		ret = p2z_blk_cmd_add(a.args[0], a.backend, a.fg, a.id);
+		ret = p2z_blk_cmd_add(a.args[0], a.backend, a.fg, a.id,
+				      a.recovery);
 	else if (!strcmp(a.cmd, "list") && a.nr == 0)
 		ret = p2z_blk_cmd_list();
-	else if (!strcmp(a.cmd, "del") && a.nr == 1) {
+	else if (!strcmp(a.cmd, "recover") && a.nr == 1) {
+		if (p2z_blk_parse_id(a.args[0], P2Z_BLK_ID_LIMIT, &n))
+			return usage_fail(
+				"recover: '%s' is not a device number",
+				a.args[0]);
+		ret = p2z_blk_cmd_recover(n, a.backend, a.fg);
+	} else if (!strcmp(a.cmd, "del") && a.nr == 1) {
 		if (p2z_blk_parse_id(a.args[0], UINT32_MAX, &n))
 			return usage_fail("del: '%s' is not a device number",
 					  a.args[0]);
@@ -162,7 +180,7 @@ int main(int argc, char **argv)
 	} else
 		return usage_fail(
 			"usage: " PROG
-			" add [-f] [--id N] DEVICE | list | del [--force] N (see " PROG
+			" add [-f] [--id N] [--recovery] DEVICE | recover [-f] N | list | del [--force] N (see " PROG
 			" --help)");
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }

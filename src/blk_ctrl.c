@@ -150,8 +150,9 @@ void p2z_blk_ctrl_close(int fd, struct io_uring *ring)
 }
 
 /*
- * The records list and del read: P2Z_BLK_RUN_DIR/N holds the backing
- * path and the server's pid, one a line. The directory is root's, 0700,
+ * The records list, del and recover read: P2Z_BLK_RUN_DIR/N holds the
+ * backing path, the server's pid and the backing device's identity
+ * (p2z_blk_ident(); recover compares it), one a line. The directory is root's, 0700,
  * and never a symlink; a record is written to a temporary file and renamed,
  * and nothing in the directory is opened through a symlink.
  */
@@ -175,7 +176,8 @@ static int p2z_blk_run_dir_open(bool create)
 	return fd;
 }
 
-int p2z_blk_record_write(uint32_t dev_id, const char *dev_path)
+int p2z_blk_record_write(uint32_t dev_id, const char *dev_path,
+			 const char *ident)
 {
 	char name[16], tmp[48], real[PATH_MAX];
 	int dfd, fd, ret = 0;
@@ -192,8 +194,9 @@ int p2z_blk_record_write(uint32_t dev_id, const char *dev_path)
 		ret = -errno;
 		goto out_close;
 	}
-	if (dprintf(fd, "%s\n%d\n", realpath(dev_path, real) ? real : dev_path,
-		    (int)getpid()) < 0)
+	if (dprintf(fd, "%s\n%d\n%s\n",
+		    realpath(dev_path, real) ? real : dev_path, (int)getpid(),
+		    ident ? ident : "-") < 0)
 		ret = -errno;
 	if (close(fd) && !ret)
 		ret = -errno;
@@ -206,13 +209,8 @@ out_close:
 	return ret;
 }
 
-/*
- * Read record @dev_id: the backing path into @backing (left alone if the
- * record has none) and the server's pid (0 if none).
- * Return: 0, -ENOENT without a record, or -errno.
- */
-static int p2z_blk_record_read(uint32_t dev_id, char *backing, size_t size,
-			       int *pid)
+int p2z_blk_record_read(uint32_t dev_id, char *backing, size_t size, int *pid,
+			char *ident, size_t isize)
 {
 	char name[16], line[PATH_MAX];
 	int dfd, fd;
@@ -237,6 +235,10 @@ static int p2z_blk_record_read(uint32_t dev_id, char *backing, size_t size,
 		snprintf(backing, size, "%s", line);
 		if (fgets(line, sizeof(line), f))
 			*pid = atoi(line);
+		if (ident && fgets(line, sizeof(line), f)) {
+			line[strcspn(line, "\n")] = '\0';
+			snprintf(ident, isize, "%s", line);
+		}
 	}
 	fclose(f);
 	return 0;
@@ -262,10 +264,14 @@ static enum p2z_blk_owner
 p2z_blk_owner(uint32_t dev_id, const struct ublksrv_ctrl_dev_info *info,
 	      char *backing, size_t size, int *rec_pid)
 {
-	bool have = !p2z_blk_record_read(dev_id, backing, size, rec_pid);
+	bool have =
+		!p2z_blk_record_read(dev_id, backing, size, rec_pid, NULL, 0);
 
-	return p2z_blk_owner_of(have, *rec_pid, info->ublksrv_pid,
-				info->ublksrv_flags);
+	/* Quiesced: its server is dead, a recover's record names the next. */
+	return p2z_blk_owner_of(
+		have, *rec_pid,
+		info->state == UBLK_S_DEV_QUIESCED ? 0 : info->ublksrv_pid,
+		info->ublksrv_flags);
 }
 
 /* In use: claimed, held, open. */
@@ -356,7 +362,7 @@ bool p2z_blk_bdev_is_busy(uint32_t dev_id)
 
 /* list */
 
-static bool p2z_blk_pid_alive(int pid)
+bool p2z_blk_pid_alive(int pid)
 {
 	return pid > 0 && (kill(pid, 0) == 0 || errno == EPERM);
 }
@@ -387,8 +393,11 @@ static void p2z_blk_list_one(struct io_uring *ring, int fd, uint32_t dev_id)
 	if (info.ublksrv_pid > 0)
 		snprintf(pid, sizeof(pid), "%d", info.ublksrv_pid);
 	printf("/dev/ublkb%" PRIu32 "\t%s\t%s\t%s\t%s\n", dev_id, backing,
-	       p2z_blk_pid_alive(info.ublksrv_pid) ? "alive" : "dead", pid,
-	       p2z_blk_owner_names[owner]);
+	       p2z_blk_state_name(info.state,
+				  p2z_blk_pid_alive(info.ublksrv_pid),
+				  owner == P2Z_BLK_OWNER_OURS &&
+					  p2z_blk_pid_alive(rec_pid)),
+	       pid, p2z_blk_owner_names[owner]);
 }
 
 int p2z_blk_cmd_list(void)

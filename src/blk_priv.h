@@ -50,6 +50,16 @@ struct p2z_blk_zone {
 struct p2z_blk;
 struct p2z_blk_queue;
 
+/* How a recovered server resolved the requests sent again (logged) */
+enum p2z_blk_reissue_class {
+	P2Z_BLK_RC_WRITTEN, /* a write already on the device: completed */
+	P2Z_BLK_RC_REST, /* a write partly there: the rest sent */
+	P2Z_BLK_RC_APPEND_LANDED, /* an append found landed: completed */
+	P2Z_BLK_RC_APPEND_SENT, /* an append that had not landed: sent */
+	P2Z_BLK_RC_FAILED, /* could not tell: EIO */
+	P2Z_BLK_RC_NR,
+};
+
 /* The ring's user_data: a tag (ublk commands), or this: the eventfd poll */
 #define P2Z_BLK_UD_EVENT (1ULL << 63)
 /* p2z_blk_tag.gate of a request outside any zone gate */
@@ -93,6 +103,9 @@ struct p2z_blk_tag {
  * @tags: one per tag
  * @dq: the device queue the requests go through (owned by @thread)
  * @busy: requests taken from the kernel and not committed yet
+ * @committed: tags committed since the last submit (their append slots
+ *	       are freed once the kernel has the commit)
+ * @nr_committed: how many
  * @thread: the thread serving the queue
  * @ret: why the thread ended (0: the device stopped)
  */
@@ -106,6 +119,8 @@ struct p2z_blk_queue {
 	struct p2z_blk_tag *tags;
 	struct p2z_dev_queue *dq;
 	unsigned int busy;
+	unsigned int *committed;
+	unsigned int nr_committed;
 	pthread_t thread;
 	int ret;
 };
@@ -129,6 +144,20 @@ struct p2z_blk_queue {
  *	      (atomic)
  * @max_inflight: the most @inflight has been (atomic; logged at stop)
  * @nr_served: requests committed (atomic)
+ * @recovery: the device is recoverable (UBLK_F_USER_RECOVERY)
+ * @recover: this server takes over a quiesced device (recover)
+ * @served: the device was served (started, or recovered)
+ * @ident: the backing device's identity (p2z_blk_ident()), in the record
+ * @rec_ident: recover: the identity its record holds
+ * @rec_path: recover: the backing path its record holds
+ * @rec_max_io: recover: the device's max_io_buf_bytes
+ * @slots: the append record, one slot per queue and tag (MAP_SHARED of
+ *	   P2Z_BLK_RUN_DIR/N.slots: survives the server), or NULL
+ * @old_slots: recover: the dead server's slots (a copy), or NULL
+ * @old_taken: recover: which of them a reissued append matched (atomic)
+ * @wp_rec: recover: each zone's write pointer when recovered
+ * @nr_reissue: recover: reissued requests by enum p2z_blk_reissue_class
+ *		(atomic)
  */
 struct p2z_blk {
 	struct p2z_dev *dev;
@@ -148,6 +177,18 @@ struct p2z_blk {
 	unsigned int inflight;
 	unsigned int max_inflight;
 	uint64_t nr_served;
+	bool recovery;
+	bool recover;
+	bool served;
+	char ident[128];
+	char rec_ident[128];
+	char rec_path[4096];
+	uint32_t rec_max_io;
+	struct p2z_blk_slot *slots;
+	struct p2z_blk_slot *old_slots;
+	uint8_t *old_taken;
+	uint64_t *wp_rec;
+	uint64_t nr_reissue[P2Z_BLK_RC_NR];
 };
 
 /* blk_ctrl.c */
@@ -191,11 +232,27 @@ int p2z_blk_ctrl_open(int *fdp, struct io_uring *ring);
 void p2z_blk_ctrl_close(int fd, struct io_uring *ring);
 
 /**
- * p2z_blk_record_write() - write P2Z_BLK_RUN_DIR/@dev_id: @dev_path and
- * this process's pid
+ * p2z_blk_record_write() - write P2Z_BLK_RUN_DIR/@dev_id: @dev_path, this
+ * process's pid and @ident (p2z_blk_ident(); NULL: none)
  * Return: 0 or -errno.
  */
-int p2z_blk_record_write(uint32_t dev_id, const char *dev_path);
+int p2z_blk_record_write(uint32_t dev_id, const char *dev_path,
+			 const char *ident);
+
+/**
+ * p2z_blk_record_read() - read P2Z_BLK_RUN_DIR/@dev_id
+ * @dev_id: the device number
+ * @backing: result: the backing path (left alone if the record has none)
+ * @size: its bytes
+ * @pid: result: the server's pid (0 if none)
+ * @ident: result: the backing device's identity (left alone if none), or
+ *	   NULL
+ * @isize: its bytes
+ *
+ * Return: 0, -ENOENT without a record, or -errno.
+ */
+int p2z_blk_record_read(uint32_t dev_id, char *backing, size_t size, int *pid,
+			char *ident, size_t isize);
 
 /**
  * p2z_blk_record_remove() - remove P2Z_BLK_RUN_DIR/@dev_id
@@ -208,6 +265,9 @@ int p2z_blk_record_remove(uint32_t dev_id);
  * open by another process
  */
 bool p2z_blk_bdev_is_busy(uint32_t dev_id);
+
+/** p2z_blk_pid_alive() - whether process @pid exists */
+bool p2z_blk_pid_alive(int pid);
 
 /** p2z_blk_cmd_list() - list: print every ublk device. Return: 0 or -errno. */
 int p2z_blk_cmd_list(void);
@@ -241,11 +301,28 @@ int p2z_blk_cdev_open(const char *path);
  * @backend: nvme, zbd, emu or NULL (by the path)
  * @fg: stay in the foreground (else detach once the device is up)
  * @id: the ublk device number N wanted, or P2Z_BLK_ID_ANY
+ * @recovery: a recoverable device (UBLK_F_USER_RECOVERY): if the server
+ *	      dies the kernel holds its requests until p2z_blk_cmd_recover()
  *
  * Return: 0, or -errno after one line.
  */
-int p2z_blk_cmd_add(const char *path, const char *backend, bool fg,
-		    uint32_t id);
+int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id,
+		    bool recovery);
+
+/**
+ * p2z_blk_cmd_recover() - recover: serve the quiesced device /dev/ublkb@n
+ * again (its server died), from the backing device its record names
+ * @n: the device number
+ * @backend: nvme, zbd, emu or NULL (by the path)
+ * @fg: stay in the foreground
+ *
+ * Refuses (one line, nothing changed) a device that is not quiesced, one
+ * without recovery, one po2zfs-blk did not make or whose record is not its
+ * own, and a backing device that is not the one the record describes.
+ *
+ * Return: 0, or -errno after one line.
+ */
+int p2z_blk_cmd_recover(uint32_t n, const char *backend, bool fg);
 
 /* blk_queue.c */
 
@@ -290,6 +367,12 @@ void p2z_blk_queue_commit(struct p2z_blk_queue *q, unsigned int tag, int res,
  * @q: the queue, on its own thread
  */
 void p2z_blk_queue_wait(struct p2z_blk_queue *q);
+
+/**
+ * p2z_blk_slots_free() - the commits of @q's tags went to the kernel: free
+ * their append slots (a request the kernel completed is never sent again)
+ */
+void p2z_blk_slots_free(struct p2z_blk_queue *q);
 
 /* blk_zoned.c */
 

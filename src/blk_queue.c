@@ -87,6 +87,19 @@ void p2z_blk_queue_commit(struct p2z_blk_queue *q, unsigned int tag, int res,
 	__atomic_add_fetch(&q->blk->nr_served, 1, __ATOMIC_RELAXED);
 	p2z_blk_queue_sqe(q, tag, UBLK_U_IO_COMMIT_AND_FETCH_REQ, res,
 			  zone_lba);
+	if (q->blk->slots)
+		q->committed[q->nr_committed++] = tag;
+}
+
+/* io_uring_submit() and the append slots of what it committed freed */
+static int p2z_blk_queue_submit(struct p2z_blk_queue *q, unsigned int wait)
+{
+	int ret = wait ? io_uring_submit_and_wait(&q->ring, wait) :
+			 io_uring_submit(&q->ring);
+
+	if (q->nr_committed && ret >= 0)
+		p2z_blk_slots_free(q);
+	return ret;
 }
 
 /* A request taken from the kernel: count it, and the most at once. */
@@ -107,7 +120,7 @@ void p2z_blk_queue_wait(struct p2z_blk_queue *q)
 {
 	struct pollfd pfd = { .fd = p2z_dev_queue_fd(q->dq), .events = POLLIN };
 
-	io_uring_submit(&q->ring);
+	p2z_blk_queue_submit(q, 0);
 	if (p2z_dev_queue_inflight(q->dq))
 		poll(&pfd, 1, 1);
 	else
@@ -141,7 +154,7 @@ static void p2z_blk_queue_wait_one(struct p2z_blk_queue *q)
 	if (q->busy != 1 || p2z_dev_queue_inflight(q->dq) != 1 ||
 	    io_uring_cq_ready(&q->ring))
 		return;
-	io_uring_submit(&q->ring);
+	p2z_blk_queue_submit(q, 0);
 	p2z_dev_queue_reap(q->dq, 1);
 }
 
@@ -157,7 +170,7 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 
 	while (live) {
 		p2z_blk_queue_wait_one(q);
-		ret = io_uring_submit_and_wait(&q->ring, 1);
+		ret = p2z_blk_queue_submit(q, 1);
 		if (ret < 0 && ret != -EINTR)
 			return ret;
 		seen = 0;
@@ -247,12 +260,18 @@ static int p2z_blk_queue_init(struct p2z_blk *blk, struct p2z_blk_queue *q)
 	}
 	q->bufs = p;
 	q->tags = calloc(blk->depth, sizeof(*q->tags));
+	q->committed = calloc(blk->depth, sizeof(*q->committed));
+	if (!q->committed) {
+		free(q->tags);
+		q->tags = NULL;
+	}
 	/* a command per tag and the event poll */
 	ret = q->tags ? io_uring_queue_init(2 * blk->depth, &q->ring,
 					    IORING_SETUP_SQE128) :
 			-ENOMEM;
 	if (ret) {
 		free(q->tags);
+		free(q->committed);
 		free(q->bufs);
 		munmap((void *)q->iods, q->iods_len);
 		return ret;
@@ -268,6 +287,7 @@ static void p2z_blk_queue_exit(struct p2z_blk_queue *q)
 {
 	io_uring_queue_exit(&q->ring);
 	free(q->tags);
+	free(q->committed);
 	free(q->bufs);
 	munmap((void *)q->iods, q->iods_len);
 }

@@ -16,6 +16,7 @@
  * -errno (now, or from its device request's end_io).
  */
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -269,6 +270,248 @@ static int p2z_blk_fetch_data(struct p2z_blk_tag *t, uint64_t len)
 	return 0;
 }
 
+/*
+ * Recovery: the append record (blk.h struct p2z_blk_slot), one slot per
+ * queue and tag in a shared mapping of P2Z_BLK_RUN_DIR/N.slots: filled
+ * before the device sees the append, LANDED (with where) after it
+ * completed and before the commit, freed once the kernel has the commit.
+ * Plain stores to a MAP_SHARED page survive a SIGKILL.
+ */
+static struct p2z_blk_slot *p2z_blk_slot_of(const struct p2z_blk_tag *t)
+{
+	const struct p2z_blk *blk = t->q->blk;
+
+	return &blk->slots[(size_t)t->q->qid * blk->depth + t->tag];
+}
+
+static void p2z_blk_slot_submitted(const struct p2z_blk_tag *t, uint64_t len,
+				   uint32_t crc)
+{
+	struct p2z_blk *blk = t->q->blk;
+	struct p2z_blk_slot *s = p2z_blk_slot_of(t);
+
+	s->zidx = t->zidx;
+	s->len = (uint32_t)(len >> blk->g.lba_shift);
+	s->crc = crc;
+	s->wp_submit =
+		__atomic_load_n(&blk->zones[t->zidx].wp_ofs, __ATOMIC_ACQUIRE);
+	s->landed = 0;
+	__atomic_store_n(&s->state, P2Z_BLK_SLOT_SUBMITTED, __ATOMIC_RELEASE);
+}
+
+/* @landed: LBA from the zone start, or UINT64_MAX: failed (freed) */
+static void p2z_blk_slot_landed(const struct p2z_blk_tag *t, uint64_t landed)
+{
+	struct p2z_blk_slot *s;
+
+	if (!t->q->blk->slots)
+		return;
+	s = p2z_blk_slot_of(t);
+	if (landed == UINT64_MAX) {
+		__atomic_store_n(&s->state, P2Z_BLK_SLOT_FREE,
+				 __ATOMIC_RELEASE);
+		return;
+	}
+	s->landed = landed;
+	__atomic_store_n(&s->state, P2Z_BLK_SLOT_LANDED, __ATOMIC_RELEASE);
+}
+
+void p2z_blk_slots_free(struct p2z_blk_queue *q)
+{
+	struct p2z_blk_tag *t;
+	unsigned int i;
+
+	for (i = 0; i < q->nr_committed; i++) {
+		t = &q->tags[q->committed[i]];
+		__atomic_store_n(&p2z_blk_slot_of(t)->state, P2Z_BLK_SLOT_FREE,
+				 __ATOMIC_RELEASE);
+	}
+	q->nr_committed = 0;
+}
+
+/*
+ * Whether the @len bytes at LBA @lba of zone @zidx (from its start) equal
+ * @buf: 0 equal, 1 not, -errno.
+ */
+static int p2z_blk_compare(struct p2z_blk *blk, uint64_t zidx, uint64_t lba,
+			   const char *buf, uint64_t len)
+{
+	char *tmp = malloc(len);
+	ssize_t n;
+	int ret;
+
+	if (!tmp)
+		return -ENOMEM;
+	/* bytes read, or -errno */
+	n = p2z_dev_pread(blk->dev, tmp, len,
+			  (p2z_geom_zone_start(&blk->g, zidx) + lba)
+				  << blk->g.lba_shift);
+	if (n < 0)
+		ret = (int)n;
+	else if ((size_t)n != len)
+		ret = -EIO;
+	else
+		ret = memcmp(tmp, buf, len) ? 1 : 0;
+	free(tmp);
+	return ret;
+}
+
+static const char *const p2z_blk_rc_names[] = {
+	[P2Z_BLK_RC_WRITTEN] = "already-written",
+	[P2Z_BLK_RC_REST] = "rest",
+	[P2Z_BLK_RC_APPEND_LANDED] = "append-landed",
+	[P2Z_BLK_RC_APPEND_SENT] = "append-sent",
+	[P2Z_BLK_RC_FAILED] = "failed",
+};
+
+/* Count and log (one line each) how a reissued request was resolved. */
+static void p2z_blk_count(struct p2z_blk *blk, enum p2z_blk_reissue_class c,
+			  uint64_t zidx)
+{
+	__atomic_add_fetch(&blk->nr_reissue[c], 1, __ATOMIC_RELAXED);
+	p2z_log(LOG_INFO, "recovery: reissued request of zone %" PRIu64 ": %s",
+		zidx, p2z_blk_rc_names[c]);
+}
+
+/*
+ * A write below the recovered write pointer: one the dead server had
+ * (p2z_blk_reissue_write()). Done: @tg->len 0, @t->done its bytes; the
+ * rest: @tg moved past what is there, @t->done the bytes skipped.
+ * Return: 0, or -EIO (different bytes there, or a failed compare).
+ */
+static int p2z_blk_write_reissue(struct p2z_blk_tag *t,
+				 struct p2z_blk_target *tg)
+{
+	struct p2z_blk *blk = t->q->blk;
+	unsigned int sh = blk->g.lba_shift;
+	uint64_t start = tg->zone_ofs >> sh, len = tg->len >> sh;
+	uint64_t wp =
+		__atomic_load_n(&blk->zones[t->zidx].wp_ofs, __ATOMIC_ACQUIRE);
+	uint64_t have;
+	int cmp;
+
+	if (p2z_blk_reissue_write(start, len, wp, -1) == P2Z_BLK_REISSUE_SEND)
+		return 0;
+	have = (wp < start + len ? wp : start + len) - start;
+	cmp = p2z_blk_compare(blk, t->zidx, start, p2z_blk_tag_buf(t),
+			      have << sh);
+	switch (cmp < 0 ? P2Z_BLK_REISSUE_FAIL :
+			  p2z_blk_reissue_write(start, len, wp, cmp)) {
+	case P2Z_BLK_REISSUE_DONE:
+		p2z_blk_count(blk, P2Z_BLK_RC_WRITTEN, t->zidx);
+		t->done = tg->len;
+		tg->len = 0;
+		return 0;
+	case P2Z_BLK_REISSUE_REST:
+		p2z_blk_count(blk, P2Z_BLK_RC_REST, t->zidx);
+		t->done = have << sh;
+		tg->zone_ofs += t->done;
+		tg->len -= t->done;
+		return 0;
+	default:
+		p2z_blk_count(blk, P2Z_BLK_RC_FAILED, t->zidx);
+		p2z_log(LOG_WARNING,
+			"recovery: a write of zone %" PRIu64 " at %" PRIu64
+			" below its write pointer %" PRIu64
+			" does not match the device: EIO",
+			t->zidx, start, wp);
+		return -EIO;
+	}
+}
+
+/*
+ * The dead server's slot of a reissued append: same zone, length and
+ * checksum, not matched before (taken now). Counts the other slots of the
+ * zone into @moved and @unknown. Return: its index, or -1.
+ */
+static long p2z_blk_old_slot(struct p2z_blk *blk, uint64_t zidx, uint32_t len,
+			     uint32_t crc, uint64_t *moved,
+			     unsigned int *unknown)
+{
+	size_t i, n = (size_t)blk->nr_queues * blk->depth;
+	const struct p2z_blk_slot *s, *m = NULL;
+	long found = -1;
+	uint8_t no = 0;
+
+	for (i = 0; i < n && found < 0; i++) {
+		s = &blk->old_slots[i];
+		if (s->state == P2Z_BLK_SLOT_FREE || s->zidx != zidx ||
+		    s->len != len || s->crc != crc)
+			continue;
+		no = 0;
+		if (__atomic_compare_exchange_n(&blk->old_taken[i], &no, 1,
+						false, __ATOMIC_ACQ_REL,
+						__ATOMIC_ACQUIRE))
+			found = (long)i;
+	}
+	if (found < 0)
+		return -1;
+	m = &blk->old_slots[found];
+	*moved = 0;
+	*unknown = 0;
+	for (i = 0; i < n; i++) {
+		s = &blk->old_slots[i];
+		if ((long)i == found || s->zidx != zidx)
+			continue;
+		if (s->state == P2Z_BLK_SLOT_SUBMITTED)
+			(*unknown)++;
+		else if (s->state == P2Z_BLK_SLOT_LANDED &&
+			 s->landed >= m->wp_submit)
+			*moved += s->len;
+	}
+	return found;
+}
+
+/*
+ * A zone append after a recovery: if the dead server had it (its slot),
+ * p2z_blk_reissue_append() decides; landed -> committed here with its
+ * sector. Return: 0 (send it), 1 (committed).
+ */
+static int p2z_blk_append_reissue(struct p2z_blk_tag *t, uint64_t len,
+				  uint32_t crc)
+{
+	struct p2z_blk *blk = t->q->blk;
+	unsigned int sh = blk->g.lba_shift, unknown = 0;
+	uint64_t moved = 0, at = 0, wp = blk->wp_rec[t->zidx];
+	enum p2z_blk_reissue r;
+	long i;
+	int cmp = -1;
+
+	i = p2z_blk_old_slot(blk, t->zidx, (uint32_t)(len >> sh), crc, &moved,
+			     &unknown);
+	if (i < 0)
+		return 0;
+	r = p2z_blk_reissue_append(&blk->old_slots[i], wp, moved, unknown, -1,
+				   &at);
+	if (r == P2Z_BLK_REISSUE_COMPARE) {
+		cmp = p2z_blk_compare(blk, t->zidx, at, p2z_blk_tag_buf(t),
+				      len);
+		r = cmp < 0 ? P2Z_BLK_REISSUE_FAIL :
+			      p2z_blk_reissue_append(&blk->old_slots[i], wp,
+						     moved, unknown, cmp, &at);
+	}
+	if (r == P2Z_BLK_REISSUE_SEND) {
+		p2z_blk_count(blk, P2Z_BLK_RC_APPEND_SENT, t->zidx);
+		return 0;
+	}
+	if (r == P2Z_BLK_REISSUE_DONE) {
+		p2z_blk_count(blk, P2Z_BLK_RC_APPEND_LANDED, t->zidx);
+		p2z_blk_done(
+			t, (int)len,
+			((uint64_t)t->zidx * p2z_blk_zone_sectors(&blk->g)) +
+				((at << sh) >> P2Z_BLK_SECTOR_SHIFT));
+		return 1;
+	}
+	p2z_blk_count(blk, P2Z_BLK_RC_FAILED, t->zidx);
+	p2z_log(LOG_WARNING,
+		"recovery: an append of zone %" PRIu64
+		" the dead server had cannot be placed (write pointer %" PRIu64
+		"): EIO",
+		t->zidx, wp);
+	p2z_blk_done(t, -EIO, 0);
+	return 1;
+}
+
 static void p2z_blk_write_end_io(struct p2z_io *io)
 {
 	struct p2z_blk_tag *t = (struct p2z_blk_tag *)io;
@@ -285,7 +528,7 @@ static void p2z_blk_write_end_io(struct p2z_io *io)
 		p2z_blk_advance_wp(z,
 				   (t->zone_ofs + io->len) >> blk->g.lba_shift);
 	p2z_blk_gate_out(t, z);
-	p2z_blk_done(t, (int)io->len, 0);
+	p2z_blk_done(t, (int)(io->len + t->done), 0);
 }
 
 /*
@@ -312,13 +555,21 @@ static void p2z_blk_write(struct p2z_blk_tag *t,
 	ret = p2z_blk_fetch_data(t, tg.len);
 	if (ret)
 		return p2z_blk_done(t, ret, 0);
+	t->done = 0;
+	if (blk->wp_rec && z->type != P2Z_ZONE_TYPE_CNV) {
+		ret = p2z_blk_write_reissue(t, &tg);
+		if (ret)
+			return p2z_blk_done(t, ret, 0);
+		if (!tg.len)
+			return p2z_blk_done(t, (int)t->done, 0);
+	}
 	if (z->type != P2Z_ZONE_TYPE_CNV)
 		p2z_blk_gate_in(t, z, P2Z_BLK_GATE_WRITE);
 	t->zone_ofs = tg.zone_ofs;
 	memset(&t->io, 0, sizeof(t->io));
 	t->io.op = P2Z_IO_WRITE;
 	t->io.flags = p2z_blk_io_flags(iod->op_flags);
-	t->io.buf = p2z_blk_tag_buf(t);
+	t->io.buf = p2z_blk_tag_buf(t) + t->done;
 	t->io.len = tg.len;
 	t->io.ofs =
 		(p2z_geom_zone_start(&blk->g, t->zidx) << blk->g.lba_shift) +
@@ -340,9 +591,11 @@ static void p2z_blk_append_end_io(struct p2z_io *io)
 				&wp_ofs)) {
 		p2z_blk_zone_refresh(blk, t->zidx);
 		p2z_blk_gate_out(t, z);
+		p2z_blk_slot_landed(t, UINT64_MAX);
 		return p2z_blk_done(
 			t, p2z_blk_errno(io->ret < 0 ? (int)io->ret : -EIO), 0);
 	}
+	p2z_blk_slot_landed(t, wp_ofs - (io->len >> blk->g.lba_shift));
 	p2z_blk_advance_wp(z, wp_ofs);
 	p2z_blk_gate_out(t, z);
 	p2z_blk_done(t, (int)io->len, sector);
@@ -358,6 +611,7 @@ static void p2z_blk_append(struct p2z_blk_tag *t,
 {
 	struct p2z_blk *blk = t->q->blk;
 	uint64_t len = (uint64_t)iod->nr_sectors << P2Z_BLK_SECTOR_SHIFT;
+	uint32_t crc;
 	int ret;
 
 	if (p2z_blk_zone_of(&blk->g, iod->start_sector, true, &t->zidx) ||
@@ -366,6 +620,12 @@ static void p2z_blk_append(struct p2z_blk_tag *t,
 	ret = p2z_blk_fetch_data(t, len);
 	if (ret)
 		return p2z_blk_done(t, ret, 0);
+	crc = blk->slots ? p2z_blk_crc32c(0, p2z_blk_tag_buf(t), len) : 0;
+	if (blk->old_slots) {
+		ret = p2z_blk_append_reissue(t, len, crc);
+		if (ret)
+			return;
+	}
 	p2z_blk_gate_in(t, &blk->zones[t->zidx],
 			len > blk->dev->info.max_append_bytes ?
 				P2Z_BLK_GATE_APPEND_SPLIT :
@@ -377,6 +637,8 @@ static void p2z_blk_append(struct p2z_blk_tag *t,
 	t->io.len = len;
 	t->io.zidx = t->zidx;
 	t->io.end_io = p2z_blk_append_end_io;
+	if (blk->slots)
+		p2z_blk_slot_submitted(t, len, crc);
 	p2z_blk_submit(t, &blk->zones[t->zidx]);
 }
 

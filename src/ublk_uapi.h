@@ -50,6 +50,18 @@
 #ifndef UBLK_U_CMD_DEL_DEV_ASYNC
 #define UBLK_U_CMD_DEL_DEV_ASYNC _IOR('u', 0x14, struct ublksrv_ctrl_cmd)
 #endif
+/*
+ * User recovery (6.0; ioctl-encoded 6.5): a device whose server died is
+ * quiesced (UBLK_S_DEV_QUIESCED), its requests held until a new server
+ * ends the recovery; with REISSUE the requests the dead server had are
+ * sent again, without it they fail.
+ */
+#ifndef UBLK_U_CMD_START_USER_RECOVERY
+#define UBLK_U_CMD_START_USER_RECOVERY \
+	_IOWR('u', UBLK_CMD_START_USER_RECOVERY, struct ublksrv_ctrl_cmd)
+#define UBLK_U_CMD_END_USER_RECOVERY \
+	_IOWR('u', UBLK_CMD_END_USER_RECOVERY, struct ublksrv_ctrl_cmd)
+#endif
 #ifndef UBLK_U_IO_FETCH_REQ
 #define UBLK_U_IO_FETCH_REQ _IOWR('u', UBLK_IO_FETCH_REQ, struct ublksrv_io_cmd)
 #define UBLK_U_IO_COMMIT_AND_FETCH_REQ \
@@ -155,6 +167,12 @@ _Static_assert(UBLK_U_CMD_START_DEV == 0xc0207506, "START_DEV");
 _Static_assert(UBLK_U_CMD_STOP_DEV == 0xc0207507, "STOP_DEV");
 _Static_assert(UBLK_U_CMD_SET_PARAMS == 0xc0207508, "SET_PARAMS");
 _Static_assert(UBLK_U_CMD_DEL_DEV_ASYNC == 0x80207514, "DEL_DEV_ASYNC");
+_Static_assert(UBLK_U_CMD_START_USER_RECOVERY == 0xc0207510,
+	       "START_USER_RECOVERY");
+_Static_assert(UBLK_U_CMD_END_USER_RECOVERY == 0xc0207511, "END_USER_RECOVERY");
+_Static_assert(UBLK_F_USER_RECOVERY == 8 && UBLK_F_USER_RECOVERY_REISSUE == 16,
+	       "USER_RECOVERY flags");
+_Static_assert(UBLK_S_DEV_QUIESCED == 2, "UBLK_S_DEV_QUIESCED");
 _Static_assert(UBLK_IO_F_FUA == (1U << 13), "UBLK_IO_F_FUA");
 _Static_assert(UBLK_ATTR_VOLATILE_CACHE == 4 && UBLK_ATTR_FUA == 8,
 	       "UBLK_ATTR_VOLATILE_CACHE, UBLK_ATTR_FUA");

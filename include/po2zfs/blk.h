@@ -14,6 +14,7 @@
 
 #include <linux/blkzoned.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "po2zfs/dev.h"
@@ -245,6 +246,31 @@ enum p2z_blk_owner p2z_blk_owner_of(bool have_record, int rec_pid, int kern_pid,
 				    uint64_t srv_flags);
 
 /**
+ * p2z_blk_state_name() - the state list shows of a ublk device
+ * @state: the kernel's UBLK_S_DEV_* (GET_DEV_INFO)
+ * @alive: its server process is alive
+ * @recovering: a po2zfs-blk recover of it runs (its record names a live
+ *		process the kernel does not know yet)
+ *
+ * Return: "quiesced" (its server died, requests held, recover serves it
+ * again), "recovering", else "alive" or "dead" by @alive.
+ */
+const char *p2z_blk_state_name(uint16_t state, bool alive, bool recovering);
+
+/**
+ * p2z_blk_recover_check() - whether recover may take a device over
+ * @state: the kernel's UBLK_S_DEV_*
+ * @flags: the device's UBLK_F_* flags
+ * @srv_flags: its ublksrv_flags (P2Z_BLK_SRV_MAGIC: po2zfs-blk's)
+ * @owner: p2z_blk_owner_of() of its record
+ *
+ * Return: 0, -EPERM (another program's device, or a record not its own),
+ * -EOPNOTSUPP (added without recovery), -EBUSY (not quiesced).
+ */
+int p2z_blk_recover_check(uint16_t state, uint64_t flags, uint64_t srv_flags,
+			  enum p2z_blk_owner owner);
+
+/**
  * p2z_blk_stop_is_refused() - whether a stop signal is refused
  * @busy: the block device is mounted, held (holders) or open
  * @nr_refused: stop signals refused before
@@ -309,5 +335,90 @@ uint32_t p2z_blk_gate_leave(uint32_t cur, enum p2z_blk_gate_kind kind);
  * Return: true when no write or append of the zone is in flight.
  */
 bool p2z_blk_gate_idle(uint32_t cur);
+
+/* What becomes of a request the kernel sends again after a recovery */
+enum p2z_blk_reissue {
+	P2Z_BLK_REISSUE_SEND, /* not started: send it as it is */
+	P2Z_BLK_REISSUE_COMPARE, /* compare the bytes already there first */
+	P2Z_BLK_REISSUE_DONE, /* all there: complete it (an append: landed) */
+	P2Z_BLK_REISSUE_REST, /* partly there: send the rest */
+	P2Z_BLK_REISSUE_FAIL, /* cannot tell: fail it (EIO), never guess */
+};
+
+/**
+ * p2z_blk_reissue_write() - a regular write sent again after a recovery
+ * @start: its first LBA, from the zone start
+ * @len: its LBAs
+ * @wp: the zone's write pointer on the device, from the zone start
+ * @cmp: -1 not compared yet; 0 the bytes in [@start, min(@wp, end)) equal
+ *	 the request's; > 0 they differ
+ *
+ * Not started (@wp at or before @start): send. Otherwise the written part
+ * is compared first; equal and whole: done; equal and partial: the rest;
+ * different: fail.
+ *
+ * Return: enum p2z_blk_reissue.
+ */
+enum p2z_blk_reissue p2z_blk_reissue_write(uint64_t start, uint64_t len,
+					   uint64_t wp, int cmp);
+
+/* A record slot's state (the append record, P2Z_BLK_RUN_DIR/N.rec) */
+enum p2z_blk_slot_state {
+	P2Z_BLK_SLOT_FREE, /* nothing in flight */
+	P2Z_BLK_SLOT_SUBMITTED, /* sent to the device, landing unknown */
+	P2Z_BLK_SLOT_LANDED, /* completed by the device at @landed */
+};
+
+/**
+ * struct p2z_blk_slot - one append in flight, kept outside the server's
+ * memory (one per queue and tag)
+ * @state: enum p2z_blk_slot_state (written last)
+ * @len: LBAs
+ * @zidx: its zone
+ * @crc: crc32c of its data
+ * @wp_submit: the zone's write pointer (from the zone start) when sent
+ * @landed: where it landed (LBA from the zone start), when LANDED
+ */
+struct p2z_blk_slot {
+	uint32_t state;
+	uint32_t len;
+	uint64_t zidx;
+	uint32_t crc;
+	uint32_t pad;
+	uint64_t wp_submit;
+	uint64_t landed;
+};
+
+/**
+ * p2z_blk_reissue_append() - a zone append sent again after a recovery
+ * @slot: the dead server's slot with this append's zone, length and
+ *	  checksum, or NULL if there is none (it was never sent: its slot is
+ *	  written before the device sees it)
+ * @wp: the zone's write pointer on the device, from the zone start
+ * @moved_by_others: LBAs other appends of the zone landed (recorded) at or
+ *		     after @slot->wp_submit
+ * @nr_unknown: other slots of the zone sent without a known landing
+ * @cmp: -1 not compared yet; 0 the bytes at @at equal the data; > 0 differ
+ * @at: result: the LBA (from the zone start) to compare, then the landing
+ *
+ * An append is never written twice: landed (recorded) -> compare there,
+ * done; sent and the write pointer moved by nothing unaccounted -> it did
+ * not land: send; moved by exactly its length and nothing else could have
+ * -> compare at the write pointer it was sent at, done; anything else
+ * fails.
+ *
+ * Return: enum p2z_blk_reissue (never REST).
+ */
+enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
+					    uint64_t wp,
+					    uint64_t moved_by_others,
+					    unsigned int nr_unknown, int cmp,
+					    uint64_t *at);
+
+/**
+ * p2z_blk_crc32c() - crc32c (Castagnoli) of @len bytes, continuing @crc
+ * (start with 0)
+ */
+uint32_t p2z_blk_crc32c(uint32_t crc, const void *buf, size_t len);
 
 #endif /* PO2ZFS_BLK_H */

@@ -494,6 +494,159 @@ START_TEST(test_gate_drain)
 }
 END_TEST
 
+/* A reissued write: send, compare, done, the rest, or fail (EIO). */
+START_TEST(test_reissue_write_cases)
+{
+	/* not started: the wp at or before its start */
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 0, -1),
+			 P2Z_BLK_REISSUE_SEND);
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 8, -1),
+			 P2Z_BLK_REISSUE_SEND);
+	/* something there: compare before deciding */
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 9, -1),
+			 P2Z_BLK_REISSUE_COMPARE);
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 16, -1),
+			 P2Z_BLK_REISSUE_COMPARE);
+	/* all there and equal: done; also with the wp past its end */
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 16, 0),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 40, 0),
+			 P2Z_BLK_REISSUE_DONE);
+	/* partly there and equal: the rest */
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 15, 0),
+			 P2Z_BLK_REISSUE_REST);
+	/* different bytes: never overwritten, never acknowledged */
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 15, 1),
+			 P2Z_BLK_REISSUE_FAIL);
+	ck_assert_int_eq(p2z_blk_reissue_write(8, 8, 16, 1),
+			 P2Z_BLK_REISSUE_FAIL);
+}
+END_TEST
+
+/* A reissued append: written at most once, from the record and the wp. */
+START_TEST(test_reissue_append_cases)
+{
+	struct p2z_blk_slot s = { .state = P2Z_BLK_SLOT_SUBMITTED,
+				  .len = 8,
+				  .zidx = 3,
+				  .wp_submit = 100 };
+	uint64_t at = 12345;
+
+	/* no slot: it never reached the device */
+	ck_assert_int_eq(p2z_blk_reissue_append(NULL, 100, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	/* submitted, the wp did not move: it did not land */
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 100, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	/* ... also when others moved it by what they recorded */
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 116, 16, 2, -1, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	/* moved by exactly its length, nothing else could: compare there */
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 108, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_COMPARE);
+	ck_assert_uint_eq(at, 100);
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 108, 0, 0, 0, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 100);
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 108, 0, 0, 1, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* moved by its length, but another unknown append could have */
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 108, 0, 1, -1, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* moved by its length after others landed: where is unknown */
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 116, 8, 0, -1, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* moved by something else, or back (the zone lost data) */
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 104, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 99, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* landed: compare at the landing, whatever else moved */
+	s.state = P2Z_BLK_SLOT_LANDED;
+	s.landed = 140;
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 200, 0, 3, -1, &at),
+			 P2Z_BLK_REISSUE_COMPARE);
+	ck_assert_uint_eq(at, 140);
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 200, 0, 3, 0, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 200, 0, 3, 1, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* landed, but the wp is before its end now: lost, fail */
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 147, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* a free slot is no record */
+	s.state = P2Z_BLK_SLOT_FREE;
+	ck_assert_int_eq(p2z_blk_reissue_append(&s, 300, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_SEND);
+}
+END_TEST
+
+/* crc32c: the standard check value and continuation */
+START_TEST(test_crc32c_check_value)
+{
+	ck_assert_uint_eq(p2z_blk_crc32c(0, "123456789", 9), 0xe3069283U);
+	ck_assert_uint_eq(p2z_blk_crc32c(p2z_blk_crc32c(0, "1234", 4), "56789",
+					 5),
+			  0xe3069283U);
+	ck_assert_uint_eq(p2z_blk_crc32c(0, "", 0), 0);
+}
+END_TEST
+
+/* list's state of a device, recoverable or not */
+START_TEST(test_state_name_cases)
+{
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_LIVE, true, false),
+			 "alive");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_LIVE, false, false),
+			 "dead");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_DEAD, false, true),
+			 "dead");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_QUIESCED, false, false),
+			 "quiesced");
+	ck_assert_str_eq(p2z_blk_state_name(UBLK_S_DEV_QUIESCED, false, true),
+			 "recovering");
+}
+END_TEST
+
+/* recover's refusals, in their order */
+START_TEST(test_recover_check_cases)
+{
+	uint64_t rec = UBLK_F_USER_RECOVERY | UBLK_F_ZONED;
+
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 0);
+	/* another program's device: no mark, whatever else */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec, 0,
+					       P2Z_BLK_OWNER_OURS),
+			 -EPERM);
+	/* made without recovery */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_LIVE, UBLK_F_ZONED,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 -EOPNOTSUPP);
+	/* no record, or one not its own */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_NONE),
+			 -EPERM);
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_QUIESCED, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_STALE),
+			 -EPERM);
+	/* not quiesced: live, or dead (stopped) */
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_LIVE, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 -EBUSY);
+	ck_assert_int_eq(p2z_blk_recover_check(UBLK_S_DEV_DEAD, rec,
+					       P2Z_BLK_SRV_MAGIC,
+					       P2Z_BLK_OWNER_OURS),
+			 -EBUSY);
+}
+END_TEST
+
 static Suite *blk_suite(void)
 {
 	Suite *s = suite_create("blk");
@@ -547,6 +700,15 @@ static Suite *blk_suite(void)
 	tcase_add_test(tc, test_gate_write_order);
 	tcase_add_test(tc, test_gate_appends);
 	tcase_add_test(tc, test_gate_drain);
+	tc = tcase_create("reissue");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_reissue_write_cases);
+	tcase_add_test(tc, test_reissue_append_cases);
+	tcase_add_test(tc, test_crc32c_check_value);
+	tc = tcase_create("recover");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_state_name_cases);
+	tcase_add_test(tc, test_recover_check_cases);
 	blk_add_server_tests(s);
 	return s;
 }

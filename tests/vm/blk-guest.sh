@@ -29,7 +29,10 @@
 # one, del refusing a device whose record does not match and --force,
 # del --force of a mounted device, a power cut (SIGKILL of the server of
 # an image with a volatile write cache) under btrfs after a sync and
-# under zonefs after an fsync; last, the kernel log.
+# under zonefs after an fsync; ublk user recovery (ublk/recover: a device
+# added with --recovery under zonefs and an append writer, its server
+# SIGKILLed P2Z_RECOVER_CYCLES times, 3 by default, and recovered each
+# time; refusals); last, the kernel log.
 # Each check prints one result line (guest-lib.sh), "P2Z-RESULT <config>
 # <check> PASS|FAIL|SKIP|REFUSED|INFO <seconds>s <detail>". REFUSED is the one
 # refusal a check expects
@@ -42,6 +45,7 @@ CAP=$((80 * M))
 NZ=16
 SB=/p2z/zonefs-sb.bin
 P2Z_BLK_OLD=0 # 1: a kernel without zoned ublk devices (blk.sh's 6.1 boot)
+P2Z_RECOVER_CYCLES=3 # ublk/recover's kills (vm.conf: blk.sh passes it on)
 # shellcheck source=/dev/null
 . /p2z/vm.conf
 # shellcheck source=guest-lib.sh
@@ -640,6 +644,11 @@ check_kill() { # dev ng pid
 	wait "$pid" 2>/dev/null
 	out=$(po2zfs-blk list 2>&1)
 	[[ $out == "/dev/ublkb0"*"dead"* ]] || why="$why list-after-kill($out)"
+	out=$(timeout 30 po2zfs-blk recover 0 2>&1 </dev/null)
+	r=$?
+	echo "P2Z-VM po2zfs-blk recover 0 (no recovery): exit $r: $out"
+	r=$(refuse_why $r "$out" "was added without recovery")
+	why="$why${r:+ recover($r)}"
 	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
 	r=$?
 	[ $r = 0 ] || why="$why del-exit($r: $out)"
@@ -650,6 +659,163 @@ check_kill() { # dev ng pid
 	p2z_vm_raw read "$ng" $((6 * 96 * M / 4096)) $((4 * M)) >/tmp/kwraw &&
 		cmp -s /tmp/kwraw /tmp/kw || why="$why raw-bytes"
 	result_why ublk kill "$why" "4 MiB acknowledged, server killed, del cleaned up, bytes in native zone 6"
+}
+
+# poll po2zfs-blk list until device 0's state (third field) is $1, up to
+# 30 s (the kernel sees a dead server within its 5 s monitor period)
+wait_state() { # state
+	local i
+
+	for i in $(seq 600); do
+		[ "$(po2zfs-blk list 2>/dev/null | awk '$1 == "/dev/ublkb0" { print $3 }')" = "$1" ] &&
+			return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# A refusal of recover: exit 1, one line containing $3. Empty if so.
+refuse_why() { # exit output text
+	local why=''
+
+	[ "$1" = 1 ] || why="exit $1"
+	[ "$(echo "$2" | wc -l)" = 1 ] || why="$why $(echo "$2" | wc -l)-lines"
+	[[ $2 == *"$3"* ]] || why="$why {$2}"
+	echo "${why# }"
+}
+
+# The append writer of check_recover: 1 MiB records appended to zonefs
+# seq/$2 with O_DIRECT until /tmp/rc-stop exists; an acknowledged record
+# is logged "INDEX OFFSET" in /tmp/rc-acked.$2, a failed one in
+# /tmp/rc-err.$2.
+rc_writer() { # mnt file
+	local i=0 before f=$1/seq/$2
+
+	: >"/tmp/rc-acked.$2"
+	: >"/tmp/rc-err.$2"
+	while [ ! -e /tmp/rc-stop ]; do
+		head -c $M /dev/urandom >"/tmp/rc-rec.$2.$i"
+		before=$(stat -c %s "$f")
+		if dd if="/tmp/rc-rec.$2.$i" of="$f" bs=1M oflag=direct,append \
+			conv=notrunc status=none 2>>/tmp/rc-err.log; then
+			echo "$i $before" >>"/tmp/rc-acked.$2"
+		else
+			echo "$i $before" >>"/tmp/rc-err.$2"
+		fi
+		i=$((i + 1))
+	done
+}
+
+# ublk user recovery (po2zfs-blk(8) RECOVERY): a device added with
+# --recovery under zonefs and four append writers (seq/0 to seq/3, so
+# that requests are in flight at the kills); the server is SIGKILLed
+# at random moments P2Z_RECOVER_CYCLES times (3 here; 20 by hand) and
+# each time the device is quiesced (list), the writer's next requests
+# are held, and po2zfs-blk recover serves it again. Then every
+# acknowledged record is in its file at its offset and each file's size
+# equals its zone's write pointer. Refusals: recover of a live device, of a
+# device added without --recovery (check_kill's), with a record naming
+# another backing device.
+check_recover() { # ng
+	local ng=$1 m=/mnt/zonefs dev=/dev/ublkb0 why='' out r c w res f
+	local wpids=
+	local cycles=${P2Z_RECOVER_CYCLES:-3} done_c=0 acked=0 bad=0 i off sz wp rec
+
+	po2zfs-blk add -f --recovery "$ng" >/tmp/rc-add.out 2>&1 </dev/null &
+	PID=$!
+	if ! wait_node $dev 1; then
+		result ublk recover FAIL "add --recovery: $(cat /tmp/rc-add.out)"
+		return
+	fi
+	out=$(timeout 30 po2zfs-blk recover 0 2>&1 </dev/null)
+	r=$?
+	w=$(refuse_why $r "$out" "is alive, not quiesced: nothing to recover")
+	why="$why${w:+ live($w)}"
+	echo "P2Z-VM po2zfs-blk recover 0 (live): exit $r: $out"
+	blkzone reset $dev
+	if ! dd if=$SB of=$dev bs=4096 count=1 oflag=direct conv=fsync status=none ||
+		! mount -t zonefs -o errors=repair $dev $m; then
+		result ublk recover FAIL "mount: $(klog zonefs)"
+		kill -TERM "$PID"
+		wait "$PID"
+		return
+	fi
+	rm -f /tmp/rc-stop /tmp/rc-rec.* /tmp/rc-rec*.out
+	for f in 0 1 2 3; do
+		rc_writer $m $f &
+		wpids="$wpids $!"
+	done
+	for c in $(seq "$cycles"); do
+		sleep "0.$((RANDOM % 9 + 1))" # a random moment, not a wait
+		kill -KILL "$PID" 2>/dev/null
+		wait "$PID" 2>/dev/null
+		if ! wait_state quiesced; then
+			why="$why cycle$c-not-quiesced($(po2zfs-blk list 2>&1))"
+			break
+		fi
+		if [ "$c" = 1 ]; then
+			# another backing device in the record: refused, no change
+			cp /run/po2zfs-blk/0 /tmp/rc-record
+			sed -i '3s/^[a-z]*=[0-9:]*/blk=1:1/' /run/po2zfs-blk/0
+			out=$(timeout 30 po2zfs-blk recover 0 2>&1 </dev/null)
+			r=$?
+			echo "P2Z-VM po2zfs-blk recover 0 (other device): exit $r: $out"
+			w=$(refuse_why $r "$out" "is not the device /dev/ublkb0 served")
+			why="$why${w:+ other-device($w)}"
+			wait_state quiesced || why="$why other-device-changed-state"
+			cp /tmp/rc-record /run/po2zfs-blk/0
+		fi
+		po2zfs-blk recover -f 0 >"/tmp/rc-rec$c.out" 2>&1 </dev/null &
+		PID=$!
+		if ! wait_state alive; then
+			why="$why cycle$c-recover($(tr '\n' '|' <"/tmp/rc-rec$c.out"))"
+			break
+		fi
+		done_c=$c
+	done
+	# the writer appends once more after the last recovery
+	c=$(wc -l </tmp/rc-acked.0)
+	for i in $(seq 600); do
+		[ "$(wc -l </tmp/rc-acked.0)" -gt "$c" ] && break
+		sleep 0.05
+	done
+	touch /tmp/rc-stop
+	# shellcheck disable=SC2086 # the writers' pids
+	wait $wpids
+	echo 3 >/proc/sys/vm/drop_caches
+	for f in 0 1 2 3; do
+		while read -r i off; do
+			rec=$(dd if=$m/seq/$f bs=4k skip=$((off / 4096)) count=256 iflag=direct status=none |
+				cmp -s - "/tmp/rc-rec.$f.$i" && echo ok)
+			[ "$rec" = ok ] || bad=$((bad + 1))
+			acked=$((acked + 1))
+		done <"/tmp/rc-acked.$f"
+		# seq/f is the device's zone f + 1 (zone 0 holds the super block)
+		sz=$(stat -c %s $m/seq/$f)
+		wp=$(blkzone report -o $(((f + 1) * Z / 512)) -c 1 $dev | sed -n 's/.*wptr \(0x[0-9a-f]*\).*/\1/p')
+		wp=$((wp * 512))
+		[ "$sz" = "$wp" ] || why="$why seq/$f-size($sz)-not-wp($wp)"
+	done
+	umount $m || why="$why umount"
+	[ "$bad" = 0 ] || why="$why lost=$bad"
+	cat /tmp/rc-err.[0-3] >/tmp/rc-err
+	[ ! -s /tmp/rc-err ] || why="$why writer-errors($(tr '\n' ' ' </tmp/rc-err))"
+	[ "$done_c" = "$cycles" ] || why="$why cycles=$done_c/$cycles"
+	[ "$acked" -gt 0 ] || why="$why nothing-acked"
+	kill -TERM "$PID"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	wait_node $dev 0 || why="$why ublkb0-left"
+	# how the recovered servers resolved the requests sent again
+	cat /tmp/rc-rec*.out >/tmp/rc-logs 2>/dev/null
+	res="appends_in_record=$(sed -n 's/.*: \([0-9]*\) appends in the dead server.s record/\1/p' /tmp/rc-logs | awk '{ n += $1 } END { print n + 0 }')"
+	for c in already-written rest append-landed append-sent failed; do
+		res="$res $c=$(grep -c "recovery: reissued request of zone [0-9]*: $c\$" /tmp/rc-logs)"
+	done
+	sum="cycles=$done_c acked=$acked records of 1 MiB in 4 files, lost=$bad writer_errors=$(wc -l </tmp/rc-err) sizes=write pointers $res"
+	echo "P2Z-VM blk-recover: $sum"
+	result_why ublk recover "${why# }${why:+: $sum}" "$sum; refusals: live, other device"
 }
 
 run_ublk() {
@@ -702,6 +868,7 @@ run_ublk() {
 	check_sigterm_mounted "$ng"
 	check_del_force "$ng"
 	check_del_force_mounted "$ng"
+	check_recover "$ng"
 	check_power_cut --volatile-cache sync
 	check_power_cut_zonefs --volatile-cache
 	check_bench_raw ublk "$ng" $((96 * M))

@@ -25,6 +25,8 @@
 #                   (default /var/cache/po2zfs-vm)
 #   P2Z_VM_WORK     work dir (default /tmp/po2zfs-vm-blk)
 #   P2Z_VM_TIMEOUT  seconds for the guest (default 900)
+#   P2Z_RECOVER_CYCLES  server kills and recoveries of ublk/recover
+#                   (default 3; the long run: 20)
 #
 # Exit: 0 all passed, 1 something failed, 77 QEMU cannot run here or the
 # build has no po2zfs-blk (the reason is printed; the reference checks
@@ -132,7 +134,10 @@ main() {
 	fi
 	"$work/bin/p2z_zonefs_sb" "$root/p2z/zonefs-sb.bin" ||
 		die "no zonefs super block"
-	echo "P2Z_VM_NNS=3" >"$root/p2z/vm.conf"
+	{
+		echo "P2Z_VM_NNS=3"
+		echo "P2Z_RECOVER_CYCLES=${P2Z_RECOVER_CYCLES:-3}"
+	} >"$root/p2z/vm.conf"
 	vm_pack "$root" "$work/base.cpio" || die "initramfs did not build"
 
 	boot_one 6.12 P2Z_BLK_OLD=0 nvme ublk_drv zonefs f2fs btrfs || fails=1
