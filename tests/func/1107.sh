@@ -54,7 +54,7 @@ usage_error()
 	assert_eq "$want" "$ERR" "$*: stderr"
 }
 
-usage_error "po2zfs-blk: usage: po2zfs-blk add [-f] [--id N] DEVICE | list | del [--force] N (see po2zfs-blk --help)" frob
+usage_error "po2zfs-blk: usage: po2zfs-blk add [-f] [--id N] [--recovery] DEVICE | recover [-f] N | list | del [--force] N (see po2zfs-blk --help)" frob
 usage_error "po2zfs-blk: a command is needed (see po2zfs-blk --help)"
 usage_error "po2zfs-blk: unknown option '--frob' (see po2zfs-blk --help)" add --frob /dev/null
 usage_error "po2zfs-blk: --id: 'x' is not a device number (0 to 1048575)" add --id x /dev/null
