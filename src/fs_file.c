@@ -427,23 +427,6 @@ static void p2z_fs_rd_piece(struct p2z_fs_rd *rd, struct p2z_fs_worker *w,
 	rd->pending--;
 }
 
-/* The piece of [ofs, ofs + len) of po2 in the zone holding ofs (po2.c). */
-static int p2z_fs_po2_piece(struct p2z_zone_table *zt, uint64_t ofs, size_t len,
-			    uint64_t *zidx, struct p2z_geom_piece *pc)
-{
-	const struct p2z_geom *g = &zt->geom;
-	struct p2z_zone_state zs;
-	int ret;
-
-	ret = p2z_geom_po2_zone_of_byte(g, ofs, zidx);
-	if (!ret)
-		ret = p2z_zone_get_state(zt, *zidx, false, &zs);
-	if (!ret)
-		ret = p2z_geom_po2_piece(g, ofs, len,
-					 zs.cap_bytes / g->lba_bytes, pc);
-	return ret ? -EIO : 0;
-}
-
 /* p2z_po2_read(), its zone pieces on the worker's queue. */
 static void p2z_fs_rd_po2(struct p2z_fs_rd *rd, struct p2z_fs_worker *w,
 			  uint64_t a, uint64_t len)
@@ -459,8 +442,8 @@ static void p2z_fs_rd_po2(struct p2z_fs_rd *rd, struct p2z_fs_worker *w,
 		struct p2z_geom_piece pc;
 		uint64_t zidx;
 
-		if (p2z_fs_po2_piece(rd->fs->zt, a + done, len - done, &zidx,
-				     &pc)) {
+		if (p2z_po2_piece(rd->fs->zt, a + done, len - done, &zidx,
+				  &pc)) {
 			rd->err = -EIO;
 			rd->err_zidx = UINT64_MAX;
 			break;

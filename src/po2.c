@@ -11,9 +11,8 @@
 
 #include "po2zfs/po2.h"
 
-/* The piece of [ofs, ofs + len) in the zone holding ofs. */
-static int p2z_po2_piece(struct p2z_zone_table *zt, uint64_t ofs, size_t len,
-			 uint64_t *zidx, struct p2z_geom_piece *pc)
+int p2z_po2_piece(struct p2z_zone_table *zt, uint64_t ofs, size_t len,
+		  uint64_t *zidx, struct p2z_geom_piece *pc)
 {
 	const struct p2z_geom *g = &zt->geom;
 	struct p2z_zone_state zs;

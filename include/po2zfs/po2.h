@@ -15,6 +15,20 @@
 #include "po2zfs/zone.h"
 
 /**
+ * p2z_po2_piece() - the piece of a po2 view range in its first zone
+ * @zt: zone table
+ * @ofs: byte offset in the view
+ * @len: bytes from @ofs
+ * @zidx: result: the zone holding @ofs
+ * @pc: result: the piece of [@ofs, @ofs + @len) in that zone (geometry's
+ *	p2z_geom_po2_piece() with the zone's capacity)
+ *
+ * Return: 0, or -EIO (@ofs past the view, or the zone's state unreadable).
+ */
+int p2z_po2_piece(struct p2z_zone_table *zt, uint64_t ofs, size_t len,
+		  uint64_t *zidx, struct p2z_geom_piece *pc);
+
+/**
  * p2z_po2_read() - read the po2 view
  * @zt: zone table
  * @buf: destination, aligned to P2Z_ZONE_BUF_ALIGN
