@@ -198,6 +198,43 @@ bool p2z_blk_stop_is_refused(bool busy, unsigned int nr_refused)
 	return busy && !nr_refused;
 }
 
+enum p2z_blk_stop p2z_blk_stop_action(bool recovery, bool busy,
+				      unsigned int nr_refused)
+{
+	if (recovery)
+		return busy ? P2Z_BLK_STOP_HANDOVER : P2Z_BLK_STOP_DELETE;
+	return p2z_blk_stop_is_refused(busy, nr_refused) ? P2Z_BLK_STOP_REFUSE :
+							   P2Z_BLK_STOP_DELETE;
+}
+
+int p2z_blk_recovery_granted(enum p2z_blk_recovery want, uint64_t flags)
+{
+	const uint64_t need = UBLK_F_USER_RECOVERY |
+			      UBLK_F_USER_RECOVERY_REISSUE;
+
+	if (want == P2Z_BLK_RECOVERY_OFF)
+		return 0;
+	if ((flags & need) == need)
+		return 1;
+	return want == P2Z_BLK_RECOVERY_ON ? -EOPNOTSUPP : 0;
+}
+
+bool p2z_blk_ident_same_node(const char *node, const char *rec_ident)
+{
+	size_t n = strlen(node);
+
+	return n && !strncmp(node, rec_ident, n) &&
+	       (rec_ident[n] == ' ' || rec_ident[n] == '\0');
+}
+
+bool p2z_blk_add_recovers(bool same_node, bool rec_alive, uint16_t state,
+			  uint64_t flags, uint64_t srv_flags)
+{
+	return same_node && !rec_alive && state == UBLK_S_DEV_QUIESCED &&
+	       (flags & UBLK_F_USER_RECOVERY) &&
+	       (srv_flags & P2Z_BLK_SRV_MAGIC_MASK) == P2Z_BLK_SRV_MAGIC;
+}
+
 int p2z_blk_gate_enter(uint32_t cur, enum p2z_blk_gate_kind kind,
 		       uint32_t *next)
 {

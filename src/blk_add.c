@@ -11,9 +11,12 @@
  * device go (a stop, a del), it flushes the device once, after the last
  * request and before it closes /dev/ublkcN.
  *
- * Signals: SIGHUP and SIGPIPE are ignored; SIGTERM or SIGINT stop the
- * device, but the first is refused while the block device is mounted,
- * held or open (p2z_blk_stop_is_refused()).
+ * Signals: SIGHUP and SIGPIPE are ignored; SIGTERM or SIGINT stop and
+ * delete an unused device. One in use (mounted, held or open) is handed
+ * over if it is recoverable: the queues drain what they started, the
+ * device is flushed once and the server exits, leaving it quiesced for
+ * the next add or recover (an upgrade is a restart); without recovery the
+ * first signal is refused (p2z_blk_stop_action()).
  *
  * Every function that can fail returns 0 or -errno (p2z_blk_fail()).
  */
@@ -76,7 +79,7 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 	info.max_io_buf_bytes = blk->buf_bytes;
 	info.dev_id = blk->dev_id;
 	info.flags = need | UBLK_F_CMD_IOCTL_ENCODE;
-	if (blk->recovery)
+	if (blk->want != P2Z_BLK_RECOVERY_OFF)
 		info.flags |= UBLK_F_USER_RECOVERY |
 			      UBLK_F_USER_RECOVERY_REISSUE;
 	/* kept by the kernel: list and del know po2zfs-blk's devices by it */
@@ -97,16 +100,21 @@ static int p2z_blk_add_dev(struct p2z_blk *blk)
 			"ublk unavailable: the kernel refuses a zoned ublk device with user copy: %s (Linux 6.6+ with CONFIG_BLK_DEV_ZONED needed)",
 			strerror(-ret));
 	blk->dev_id = info.dev_id;
-	if (blk->recovery)
-		need |= UBLK_F_USER_RECOVERY | UBLK_F_USER_RECOVERY_REISSUE;
-	if ((info.flags & need) != need) {
+	ret = p2z_blk_recovery_granted(blk->want, info.flags);
+	if ((info.flags & need) != need || ret < 0) {
 		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_DEL_DEV,
 			     blk->dev_id, NULL, 0, 0);
 		return p2z_blk_fail(
 			-EOPNOTSUPP,
 			"ublk unavailable: the kernel lacks zoned ublk devices with user copy%s (Linux 6.6+)",
-			blk->recovery ? " and user recovery" : "");
+			ret < 0 ? " and user recovery" : "");
 	}
+	blk->recovery = ret;
+	if (!ret && blk->want == P2Z_BLK_RECOVERY_AUTO)
+		p2z_log(LOG_WARNING,
+			"/dev/ublkb%" PRIu32
+			": the kernel lacks ublk user recovery: a device without recovery",
+			blk->dev_id);
 	if (info.max_io_buf_bytes < blk->buf_bytes)
 		blk->buf_bytes = info.max_io_buf_bytes;
 	/* A record of an earlier device of this number is not this one's. */
@@ -145,20 +153,28 @@ static unsigned int p2z_blk_nr_queues(void)
  * device number of a device node (else the file's filesystem and inode)
  * and the geometry the server computed from it.
  */
-static int p2z_blk_ident(struct p2z_blk *blk, const char *path)
+int p2z_blk_ident_node(const char *path, char *buf, size_t size)
 {
 	struct stat st;
 
 	if (stat(path, &st))
-		return p2z_blk_fail(-errno, "%s: %s", path, strerror(errno));
+		return -errno;
 	if (S_ISBLK(st.st_mode) || S_ISCHR(st.st_mode))
-		snprintf(blk->ident, sizeof(blk->ident), "%s=%u:%u",
+		snprintf(buf, size, "%s=%u:%u",
 			 S_ISBLK(st.st_mode) ? "blk" : "chr", major(st.st_rdev),
 			 minor(st.st_rdev));
 	else
-		snprintf(blk->ident, sizeof(blk->ident), "file=%u:%u:%" PRIu64,
-			 major(st.st_dev), minor(st.st_dev),
-			 (uint64_t)st.st_ino);
+		snprintf(buf, size, "file=%u:%u:%" PRIu64, major(st.st_dev),
+			 minor(st.st_dev), (uint64_t)st.st_ino);
+	return 0;
+}
+
+static int p2z_blk_ident(struct p2z_blk *blk, const char *path)
+{
+	int ret = p2z_blk_ident_node(path, blk->ident, sizeof(blk->ident));
+
+	if (ret)
+		return p2z_blk_fail(ret, "%s: %s", path, strerror(-ret));
 	snprintf(blk->ident + strlen(blk->ident),
 		 sizeof(blk->ident) - strlen(blk->ident),
 		 " lba=%" PRIu32 " zone=%" PRIu64 " zones=%" PRIu64
@@ -275,13 +291,47 @@ static int p2z_blk_fork(int *notify_fd)
 }
 
 /*
+ * A handover: the queues take no new request, drain and end (each wakes
+ * from its ring by a message, MSG_RING, on the control ring).
+ */
+static void p2z_blk_handover(struct p2z_blk *blk, int sig)
+{
+	struct io_uring_sqe *sqe;
+	struct io_uring_cqe *cqe;
+	unsigned int i;
+
+	p2z_log(LOG_INFO,
+		"%s: /dev/ublkb%" PRIu32
+		" is in use: handing it over (draining, then leaving it quiesced)",
+		strsignal(sig), blk->dev_id);
+	__atomic_store_n(&blk->handover, true, __ATOMIC_RELEASE);
+	for (i = 0; i < blk->nr_queues; i++) {
+		sqe = io_uring_get_sqe(&blk->ctrl);
+		if (!sqe)
+			break;
+		memset(sqe, 0, 2 * sizeof(*sqe));
+		io_uring_prep_msg_ring(sqe, blk->queues[i].ring.ring_fd, 0,
+				       P2Z_BLK_UD_WAKE, 0);
+		if (io_uring_submit_and_wait(&blk->ctrl, 1) < 0 ||
+		    io_uring_wait_cqe(&blk->ctrl, &cqe))
+			continue;
+		if (cqe->res < 0)
+			p2z_log(LOG_WARNING, "queue %u: wake-up: %s", i,
+				strerror(-cqe->res));
+		io_uring_cqe_seen(&blk->ctrl, cqe);
+	}
+}
+
+/*
  * Serve until a del stops the device (SIGUSR1 from the queues) or a stop
- * signal does; the first stop signal while the device is mounted, held or
- * open is refused, a second one forces the stop.
+ * signal does (p2z_blk_stop_action()): an unused device is stopped; one in
+ * use is handed over if recoverable, else the first signal is refused and
+ * a second one forces the stop.
  */
 static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
 {
 	unsigned int nr_refused = 0;
+	enum p2z_blk_stop act;
 	int sig;
 
 	for (;;) {
@@ -292,8 +342,15 @@ static int p2z_blk_wait(struct p2z_blk *blk, const sigset_t *set)
 				blk->dev_id);
 			return 0;
 		}
-		if (p2z_blk_stop_is_refused(p2z_blk_bdev_is_busy(blk->dev_id),
-					    nr_refused++)) {
+		act = p2z_blk_stop_action(blk->recovery,
+					  p2z_blk_bdev_is_busy(blk->dev_id),
+					  nr_refused);
+		if (act == P2Z_BLK_STOP_HANDOVER) {
+			p2z_blk_handover(blk, sig);
+			return 0;
+		}
+		if (act == P2Z_BLK_STOP_REFUSE) {
+			nr_refused++;
 			p2z_log(LOG_WARNING,
 				"%s: /dev/ublkb%" PRIu32
 				" is mounted, held or open: not stopping (a second signal, or del --force %" PRIu32
@@ -386,7 +443,9 @@ static int p2z_blk_serve(struct p2z_blk *blk, const char *path, bool fg,
 	p2z_log(LOG_INFO, "serving %s as /dev/ublkb%" PRIu32, path,
 		blk->dev_id);
 	ret = p2z_blk_wait(blk, set);
-	p2z_blk_record_remove(blk->dev_id);
+	/* Handed over: the record and the append record are the next's. */
+	if (!blk->handover)
+		p2z_blk_record_remove(blk->dev_id);
 	return ret;
 }
 
@@ -556,7 +615,7 @@ static int p2z_blk_run(struct p2z_blk *blk, const char *path, bool fg,
 	err = p2z_blk_serve(blk, path, fg, notify_fd, set);
 out_stop:
 	/* Stopping ends the queues' commands (a no-op if never started). */
-	if ((err && !blk->recover) || started)
+	if (((err && !blk->recover) || started) && !blk->handover)
 		p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_STOP_DEV,
 			     blk->dev_id, NULL, 0, 0);
 	/*
@@ -675,6 +734,37 @@ static int p2z_blk_recover_same(struct p2z_blk *blk, const char *path)
 }
 
 /*
+ * Handed over: the queues ended and /dev/ublkcN is closed, the kernel
+ * quiesces the device (its requests held) within moments; wait for that,
+ * up to 10 s, so that a recover or add right after finds it quiesced.
+ */
+static int p2z_blk_left_quiesced(struct p2z_blk *blk)
+{
+	struct ublksrv_ctrl_dev_info info;
+	int i, ret = 0;
+
+	for (i = 0; i < 500; i++) {
+		ret = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd,
+				   UBLK_U_CMD_GET_DEV_INFO, blk->dev_id, &info,
+				   sizeof(info), 0);
+		if (ret || info.state == UBLK_S_DEV_QUIESCED)
+			break;
+		usleep(20000);
+	}
+	if (ret)
+		return p2z_blk_fail(ret, "/dev/ublkb%" PRIu32 ": %s",
+				    blk->dev_id, strerror(-ret));
+	if (info.state != UBLK_S_DEV_QUIESCED)
+		return p2z_blk_fail(-ETIMEDOUT,
+				    "/dev/ublkb%" PRIu32
+				    " not quiesced 10 s after the handover: %s",
+				    blk->dev_id, strerror(ETIMEDOUT));
+	p2z_log(LOG_INFO, "left /dev/ublkb%" PRIu32 " quiesced for recover",
+		blk->dev_id);
+	return 0;
+}
+
+/*
  * The device's server: ADD_DEV (add) or the checks of recover, then run
  * it until it stops and DEL_DEV. @blk->dev_id, ->recovery and ->recover
  * are set; @path is the backing device.
@@ -729,6 +819,11 @@ static int p2z_blk_main(struct p2z_blk *blk, const char *path,
 	 */
 	if (blk->recover && ret && !blk->served)
 		goto out_dev;
+	if (blk->handover) {
+		if (!ret)
+			ret = p2z_blk_left_quiesced(blk);
+		goto out_dev;
+	}
 	/* The cdev closed: DEL_DEV waits for the device's last reference. */
 	del = p2z_blk_ctrl(&blk->ctrl, blk->ctrl_fd, UBLK_U_CMD_DEL_DEV,
 			   blk->dev_id, NULL, 0, 0);
@@ -782,17 +877,31 @@ static bool p2z_blk_is_quiesced(uint32_t id)
 }
 
 int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id,
-		    bool recovery)
+		    enum p2z_blk_recovery want)
 {
 	struct p2z_blk blk = {
-		.ctrl_fd = -1, .cdev_fd = -1, .dev_id = id, .recovery = recovery
+		.ctrl_fd = -1, .cdev_fd = -1, .dev_id = id, .want = want
 	};
+	char node[64];
+	uint32_t n;
 
-	if (recovery && id != P2Z_BLK_ID_ANY && p2z_blk_is_quiesced(id)) {
+	if (want == P2Z_BLK_RECOVERY_OFF)
+		return p2z_blk_main(&blk, path, backend, fg);
+	if (id != P2Z_BLK_ID_ANY && p2z_blk_is_quiesced(id)) {
 		p2z_log(LOG_INFO,
 			"/dev/ublkb%" PRIu32 " is quiesced: recovering it", id);
 		blk.recover = true;
+	} else if (id == P2Z_BLK_ID_ANY &&
+		   !p2z_blk_ident_node(path, node, sizeof(node)) &&
+		   !p2z_blk_record_find(node, &n)) {
+		p2z_log(LOG_INFO,
+			"/dev/ublkb%" PRIu32
+			" is quiesced, served from %s: recovering it",
+			n, path);
+		blk.dev_id = n;
+		blk.recover = true;
 	}
+	blk.recovery = blk.recover;
 	return p2z_blk_main(&blk, path, backend, fg);
 }
 

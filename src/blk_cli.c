@@ -27,7 +27,7 @@
 static const char usage_text[] =
 	"Usage:\n"
 	"  " PROG
-	" add [-f] [--id N] [--recovery] [--backend nvme|zbd|emu] DEVICE\n"
+	" add [-f] [--id N] [--no-recovery] [--backend nvme|zbd|emu] DEVICE\n"
 	"  " PROG " recover [-f] [--backend nvme|zbd|emu] N\n"
 	"  " PROG " list\n"
 	"  " PROG " del [--force] N\n"
@@ -36,9 +36,11 @@ static const char usage_text[] =
 	"add serves DEVICE (/dev/ngXnY, /dev/nvmeXnY, a zoned block device or\n"
 	"an emulated image) as /dev/ublkbN, a zoned block device with power-of-2\n"
 	"zones, prints that path and runs in the background (-f: foreground;\n"
-	"--id N: that N, or fail; --recovery: a device whose server dies is\n"
-	"held, quiesced, until recover N serves it again from the same backing\n"
-	"device).\n";
+	"--id N: that N, or fail). The device is recoverable: a server that dies,\n"
+	"or is stopped (SIGTERM) while the device is in use, leaves it quiesced,\n"
+	"its requests held, and the next add of the same DEVICE (or recover N)\n"
+	"serves it again; --no-recovery: a plain device (--recovery: refuse a\n"
+	"kernel without user recovery).\n";
 
 /* A usage error: one line on stderr, exit 2. */
 #define usage_fail(...) p2z_cli_fail(PROG, EXIT_USAGE, __VA_ARGS__)
@@ -64,14 +66,15 @@ static int p2z_blk_parse_id(const char *arg, uint32_t limit, uint32_t *id)
  * @id: --id, or P2Z_BLK_ID_ANY
  * @fg: -f
  * @force: --force
- * @recovery: --recovery
+ * @want: enum p2z_blk_recovery: --recovery, --no-recovery, or neither
  * @args: the operands
  * @nr: how many
  */
 struct p2z_blk_args {
 	const char *cmd, *backend;
 	uint32_t id;
-	bool fg, force, recovery;
+	bool fg, force;
+	enum p2z_blk_recovery want;
 	char **args;
 	int nr;
 };
@@ -85,10 +88,11 @@ static int p2z_blk_parse(int argc, char **argv, struct p2z_blk_args *a)
 		{ "force", no_argument, NULL, 'F' },
 		{ "id", required_argument, NULL, 'i' },
 		{ "recovery", no_argument, NULL, 'R' },
+		{ "no-recovery", no_argument, NULL, 'N' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	bool have_id = false;
+	bool have_id = false, have_rec = false;
 	int c;
 
 	/* argv[1] (the command) plays argv[0]; GNU getopt permutes. */
@@ -105,7 +109,15 @@ static int p2z_blk_parse(int argc, char **argv, struct p2z_blk_args *a)
 			a->force = true;
 			break;
 		case 'R':
-			a->recovery = true;
+		case 'N':
+			if (have_rec &&
+			    a->want != (c == 'R' ? P2Z_BLK_RECOVERY_ON :
+						   P2Z_BLK_RECOVERY_OFF))
+				return usage_fail(
+					"--recovery and --no-recovery exclude each other");
+			a->want = c == 'R' ? P2Z_BLK_RECOVERY_ON :
+					     P2Z_BLK_RECOVERY_OFF;
+			have_rec = true;
 			break;
 		case 'i':
 			if (p2z_blk_parse_id(optarg, P2Z_BLK_ID_LIMIT, &a->id))
@@ -132,8 +144,11 @@ static int p2z_blk_parse(int argc, char **argv, struct p2z_blk_args *a)
 				  a->backend);
 	if (a->force && strcmp(a->cmd, "del"))
 		return usage_fail("--force is an option of del only");
-	if (a->recovery && strcmp(a->cmd, "add"))
-		return usage_fail("--recovery is an option of add only");
+	if (have_rec && strcmp(a->cmd, "add"))
+		return usage_fail("%s is an option of add only",
+				  a->want == P2Z_BLK_RECOVERY_ON ?
+					  "--recovery" :
+					  "--no-recovery");
 	if (have_id && strcmp(a->cmd, "add"))
 		return usage_fail("--id is an option of add only");
 	a->args = argv + 1 + optind;
@@ -162,8 +177,7 @@ int main(int argc, char **argv)
 	if (ret != P2Z_BLK_GO_ON)
 		return ret;
 	if (!strcmp(a.cmd, "add") && a.nr == 1)
-		ret = p2z_blk_cmd_add(a.args[0], a.backend, a.fg, a.id,
-				      a.recovery);
+		ret = p2z_blk_cmd_add(a.args[0], a.backend, a.fg, a.id, a.want);
 	else if (!strcmp(a.cmd, "list") && a.nr == 0)
 		ret = p2z_blk_cmd_list();
 	else if (!strcmp(a.cmd, "recover") && a.nr == 1) {
@@ -180,7 +194,7 @@ int main(int argc, char **argv)
 	} else
 		return usage_fail(
 			"usage: " PROG
-			" add [-f] [--id N] [--recovery] DEVICE | recover [-f] N | list | del [--force] N (see " PROG
+			" add [-f] [--id N] [--no-recovery] DEVICE | recover [-f] N | list | del [--force] N (see " PROG
 			" --help)");
 	return ret ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -259,6 +259,62 @@ int p2z_blk_record_remove(uint32_t dev_id)
 	return ret;
 }
 
+/*
+ * Whether the record @name (a device number) is one add recovers; the
+ * control ring is opened (*@fd) at the first record of the same node.
+ */
+static bool p2z_blk_record_recovers(struct io_uring *ring, int *fd,
+				    const char *name, const char *node,
+				    uint32_t *n)
+{
+	struct ublksrv_ctrl_dev_info info;
+	char backing[PATH_MAX], ident[128] = "";
+	unsigned long id;
+	int rec_pid;
+	char *end;
+
+	errno = 0;
+	id = strtoul(name, &end, 10);
+	if (name[0] < '0' || name[0] > '9' || *end || errno || id >= UINT32_MAX)
+		return false;
+	if (p2z_blk_record_read((uint32_t)id, backing, sizeof(backing),
+				&rec_pid, ident, sizeof(ident)) ||
+	    !p2z_blk_ident_same_node(node, ident))
+		return false;
+	if (*fd < 0 && p2z_blk_ctrl_open(fd, ring))
+		return false;
+	if (p2z_blk_ctrl(ring, *fd, UBLK_U_CMD_GET_DEV_INFO, (uint32_t)id,
+			 &info, sizeof(info), 0))
+		return false;
+	*n = (uint32_t)id;
+	return p2z_blk_add_recovers(true, p2z_blk_pid_alive(rec_pid),
+				    info.state, info.flags, info.ublksrv_flags);
+}
+
+int p2z_blk_record_find(const char *node, uint32_t *n)
+{
+	struct io_uring ring;
+	struct dirent *de;
+	int dfd, fd = -1, ret = -ENOENT;
+	DIR *d;
+
+	dfd = p2z_blk_run_dir_open(false);
+	if (dfd < 0)
+		return dfd;
+	d = fdopendir(dfd);
+	if (!d) {
+		close(dfd);
+		return -ENOENT;
+	}
+	while (ret && (de = readdir(d)))
+		if (p2z_blk_record_recovers(&ring, &fd, de->d_name, node, n))
+			ret = 0;
+	if (fd >= 0)
+		p2z_blk_ctrl_close(fd, &ring);
+	closedir(d);
+	return ret;
+}
+
 /* Whose device @dev_id is, by its record and the kernel's @info. */
 static enum p2z_blk_owner
 p2z_blk_owner(uint32_t dev_id, const struct ublksrv_ctrl_dev_info *info,
@@ -526,8 +582,15 @@ int p2z_blk_cmd_del(uint32_t n, bool force)
 		ret = p2z_blk_del_owned(n, &info, force);
 	if (!ret)
 		ret = p2z_blk_del_stop(&ring, fd, n, force);
-	if (!ret)
+	if (!ret) {
+		char slots[P2Z_BLK_PATH_MAX];
+
 		p2z_blk_record_remove(n);
+		/* a quiesced device's append record, left for a recover */
+		snprintf(slots, sizeof(slots),
+			 P2Z_BLK_RUN_DIR "/%" PRIu32 ".slots", n);
+		unlink(slots);
+	}
 	p2z_blk_ctrl_close(fd, &ring);
 	return ret;
 }

@@ -62,6 +62,8 @@ enum p2z_blk_reissue_class {
 
 /* The ring's user_data: a tag (ublk commands), or this: the eventfd poll */
 #define P2Z_BLK_UD_EVENT (1ULL << 63)
+/* ... or this: the main thread's wake-up at a handover (MSG_RING) */
+#define P2Z_BLK_UD_WAKE (P2Z_BLK_UD_EVENT | 1)
 /* p2z_blk_tag.gate of a request outside any zone gate */
 #define P2Z_BLK_GATE_NONE (-1)
 
@@ -144,7 +146,11 @@ struct p2z_blk_queue {
  *	      (atomic)
  * @max_inflight: the most @inflight has been (atomic; logged at stop)
  * @nr_served: requests committed (atomic)
+ * @want: add's switch (enum p2z_blk_recovery)
  * @recovery: the device is recoverable (UBLK_F_USER_RECOVERY)
+ * @handover: a stop signal hands the device over (atomic): the queues
+ *	      take no new request, drain what they started and end, the
+ *	      device stays quiesced for the next server
  * @recover: this server takes over a quiesced device (recover)
  * @served: the device was served (started, or recovered)
  * @ident: the backing device's identity (p2z_blk_ident()), in the record
@@ -177,7 +183,9 @@ struct p2z_blk {
 	unsigned int inflight;
 	unsigned int max_inflight;
 	uint64_t nr_served;
+	enum p2z_blk_recovery want;
 	bool recovery;
+	bool handover;
 	bool recover;
 	bool served;
 	char ident[128];
@@ -269,6 +277,17 @@ bool p2z_blk_bdev_is_busy(uint32_t dev_id);
 /** p2z_blk_pid_alive() - whether process @pid exists */
 bool p2z_blk_pid_alive(int pid);
 
+/**
+ * p2z_blk_record_find() - the device add recovers instead of adding one:
+ * a record in P2Z_BLK_RUN_DIR naming the backing device @node of a
+ * quiesced device (p2z_blk_add_recovers())
+ * @node: the backing device's node identity (p2z_blk_ident_node())
+ * @n: result: the device number
+ *
+ * Return: 0, or -ENOENT if there is none.
+ */
+int p2z_blk_record_find(const char *node, uint32_t *n);
+
 /** p2z_blk_cmd_list() - list: print every ublk device. Return: 0 or -errno. */
 int p2z_blk_cmd_list(void);
 
@@ -301,13 +320,26 @@ int p2z_blk_cdev_open(const char *path);
  * @backend: nvme, zbd, emu or NULL (by the path)
  * @fg: stay in the foreground (else detach once the device is up)
  * @id: the ublk device number N wanted, or P2Z_BLK_ID_ANY
- * @recovery: a recoverable device (UBLK_F_USER_RECOVERY): if the server
- *	      dies the kernel holds its requests until p2z_blk_cmd_recover()
+ * @want: enum p2z_blk_recovery: a recoverable device (UBLK_F_USER_RECOVERY:
+ *	  if the server dies, or hands it over at a stop signal while it is
+ *	  in use, the kernel holds its requests until a recover) unless
+ *	  P2Z_BLK_RECOVERY_OFF
+ *
+ * With recovery, a quiesced device of po2zfs-blk's whose record names the
+ * same backing device (@id, or without @id the record found by
+ * p2z_blk_record_find()) is recovered instead of a new one added.
  *
  * Return: 0, or -errno after one line.
  */
 int p2z_blk_cmd_add(const char *path, const char *backend, bool fg, uint32_t id,
-		    bool recovery);
+		    enum p2z_blk_recovery want);
+
+/**
+ * p2z_blk_ident_node() - the node part of a backing path's identity
+ * ("blk=MAJ:MIN", "chr=MAJ:MIN" or "file=MAJ:MIN:INO") into @buf
+ * Return: 0, or -errno if @path cannot be stat()ed.
+ */
+int p2z_blk_ident_node(const char *path, char *buf, size_t size);
 
 /**
  * p2z_blk_cmd_recover() - recover: serve the quiesced device /dev/ublkb@n

@@ -158,17 +158,26 @@ static void p2z_blk_queue_wait_one(struct p2z_blk_queue *q)
 	p2z_dev_queue_reap(q->dq, 1);
 }
 
-/* Serve completions until every tag is aborted (the device stopped). */
+/*
+ * Serve completions until every tag is aborted (the device stopped), or at
+ * a handover until what this queue started is committed: a request the
+ * kernel sends after it is left alone (the kernel sends it again to the
+ * next server), the fetches stay, and the thread's end cancels them.
+ */
 static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 {
 	unsigned int live = q->blk->depth, seen, tag;
 	struct io_uring_cqe *cqe;
 	unsigned int head;
+	bool handover;
 	int ret;
 
 	p2z_blk_queue_arm(q);
 
 	while (live) {
+		handover = __atomic_load_n(&q->blk->handover, __ATOMIC_ACQUIRE);
+		if (handover && !q->busy)
+			return p2z_blk_queue_submit(q, 0) < 0 ? -EIO : 0;
 		p2z_blk_queue_wait_one(q);
 		ret = p2z_blk_queue_submit(q, 1);
 		if (ret < 0 && ret != -EINTR)
@@ -182,6 +191,8 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 				p2z_blk_queue_arm(q);
 				continue;
 			}
+			if (cqe->user_data == P2Z_BLK_UD_WAKE || handover)
+				continue;
 			tag = (unsigned int)cqe->user_data;
 			if (cqe->res != UBLK_IO_RES_OK) {
 				/* UBLK_IO_RES_ABORT: the device is going */

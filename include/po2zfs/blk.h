@@ -283,6 +283,80 @@ int p2z_blk_recover_check(uint16_t state, uint64_t flags, uint64_t srv_flags,
  */
 bool p2z_blk_stop_is_refused(bool busy, unsigned int nr_refused);
 
+/* What a stop signal (SIGTERM, SIGINT) does to a served device */
+enum p2z_blk_stop {
+	P2Z_BLK_STOP_DELETE, /* stop the device and delete it */
+	P2Z_BLK_STOP_REFUSE, /* log the refusal, keep serving */
+	P2Z_BLK_STOP_HANDOVER, /* drain, flush, exit; leave it quiesced */
+};
+
+/**
+ * p2z_blk_stop_action() - what a stop signal does
+ * @recovery: the device is recoverable (UBLK_F_USER_RECOVERY)
+ * @busy: the block device is mounted, held (holders) or open
+ * @nr_refused: stop signals refused before
+ *
+ * A recoverable device still in use is handed over: the server drains
+ * what it started, flushes once and exits, leaving the device quiesced
+ * for the next server (an upgrade is a restart, add recovers it). An
+ * unused device is stopped and deleted. A device without recovery keeps
+ * p2z_blk_stop_is_refused(): refused once while in use, a second signal
+ * deletes it.
+ *
+ * Return: enum p2z_blk_stop.
+ */
+enum p2z_blk_stop p2z_blk_stop_action(bool recovery, bool busy,
+				      unsigned int nr_refused);
+
+/* add's recovery switch */
+enum p2z_blk_recovery {
+	P2Z_BLK_RECOVERY_AUTO, /* the default: recoverable if the kernel can */
+	P2Z_BLK_RECOVERY_ON, /* --recovery: recoverable, or refuse */
+	P2Z_BLK_RECOVERY_OFF, /* --no-recovery: a plain device */
+};
+
+/**
+ * p2z_blk_recovery_granted() - whether a new device is recoverable
+ * @want: enum p2z_blk_recovery (add's switch)
+ * @flags: the UBLK_F_* flags ADD_DEV returned (the kernel clears those it
+ *	   does not know)
+ *
+ * Return: 1 recoverable, 0 a plain device (--no-recovery, or the default
+ * on a kernel without user recovery: logged), -EOPNOTSUPP (--recovery on
+ * such a kernel: refused).
+ */
+int p2z_blk_recovery_granted(enum p2z_blk_recovery want, uint64_t flags);
+
+/**
+ * p2z_blk_ident_same_node() - whether a record's identity is of the same
+ * device node (or image file)
+ * @node: the backing path's node part ("blk=MAJ:MIN", "chr=MAJ:MIN",
+ *	  "file=MAJ:MIN:INO")
+ * @rec_ident: the identity a record holds (node, then the geometry)
+ *
+ * Return: true if @rec_ident's first word is @node.
+ */
+bool p2z_blk_ident_same_node(const char *node, const char *rec_ident);
+
+/**
+ * p2z_blk_add_recovers() - whether add (recovery on, no --id) recovers a
+ * device it found a record of instead of adding a new one
+ * @same_node: the record names the backing device add was given
+ *	       (p2z_blk_ident_same_node())
+ * @rec_alive: the process the record names is alive (a server, or a
+ *	       recover under way)
+ * @state: the device's UBLK_S_DEV_*
+ * @flags: its UBLK_F_* flags
+ * @srv_flags: its ublksrv_flags
+ *
+ * Only a quiesced recoverable device of po2zfs-blk's (P2ZB mark) whose
+ * server is gone; recover's own checks then run on it.
+ *
+ * Return: true to recover it.
+ */
+bool p2z_blk_add_recovers(bool same_node, bool rec_alive, uint16_t state,
+			  uint64_t flags, uint64_t srv_flags);
+
 /*
  * A zone's gate: what of it is in flight, shared by every queue. One
  * 32-bit word: bits 0..14 appends, bits 15..29 writes, bit 30 a split

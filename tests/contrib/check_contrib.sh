@@ -156,8 +156,8 @@ if command -v systemd-analyze >/dev/null; then
 		fail "systemd-analyze verify po2zfs-blk@$inst.service: $out"
 	assert_eq "" "$out" "systemd-analyze verify po2zfs-blk@$inst.service output"
 	# shellcheck disable=SC2016 # the unit's own $P2Z_BLK_OPTS, literally
-	grep -Fxq 'ExecStart=/usr/sbin/po2zfs-blk add -f --recovery $P2Z_BLK_OPTS %f' "$blk_unit" ||
-		fail "${blk_unit##*/}: ExecStart is not 'po2zfs-blk add -f --recovery \$P2Z_BLK_OPTS %f'"
+	grep -Fxq 'ExecStart=/usr/sbin/po2zfs-blk add -f $P2Z_BLK_OPTS %f' "$blk_unit" ||
+		fail "${blk_unit##*/}: ExecStart is not 'po2zfs-blk add -f \$P2Z_BLK_OPTS %f' (recovery is add's default)"
 	info "ok: systemd template unit ${blk_unit##*/}"
 else
 	info "SKIP: no systemd-analyze: ${unit##*/}, ${blk_unit##*/} not verified"

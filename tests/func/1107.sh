@@ -4,8 +4,9 @@
 # one line "po2zfs-blk VERSION" (the project's version) and exits 0;
 # --help prints the usage on stdout, nothing on stderr, exit 0; usage
 # errors (an unknown command, an unknown option, no command, a bad --id, a
-# bad del number, --id with list) print one line on stderr, nothing on
-# stdout, and exit 2 before anything opens.
+# bad del number, --id with list, --recovery with --no-recovery or either
+# outside add) print one line on stderr, nothing on stdout, and exit 2
+# before anything opens.
 . "$(dirname "$0")/common.sh"
 
 info "po2zfs-blk --version, --help, usage errors"
@@ -35,7 +36,7 @@ for h in --help -h; do
 	run $h
 	assert_eq 0 "$RC" "$h: exit status"
 	assert_eq "Usage:" "$(head -n 1 "$WORK/out")" "$h: first line"
-	grep -q -- ' add \[-f\] \[--id N\]' "$WORK/out" || fail "$h: no add line with --id: $OUT"
+	grep -q -- ' add \[-f\] \[--id N\] \[--no-recovery\]' "$WORK/out" || fail "$h: no add line with --id and --no-recovery: $OUT"
 	assert_eq "" "$ERR" "$h: stderr"
 done
 run add --help
@@ -54,7 +55,7 @@ usage_error()
 	assert_eq "$want" "$ERR" "$*: stderr"
 }
 
-usage_error "po2zfs-blk: usage: po2zfs-blk add [-f] [--id N] [--recovery] DEVICE | recover [-f] N | list | del [--force] N (see po2zfs-blk --help)" frob
+usage_error "po2zfs-blk: usage: po2zfs-blk add [-f] [--id N] [--no-recovery] DEVICE | recover [-f] N | list | del [--force] N (see po2zfs-blk --help)" frob
 usage_error "po2zfs-blk: a command is needed (see po2zfs-blk --help)"
 usage_error "po2zfs-blk: unknown option '--frob' (see po2zfs-blk --help)" add --frob /dev/null
 usage_error "po2zfs-blk: --id: 'x' is not a device number (0 to 1048575)" add --id x /dev/null
@@ -63,4 +64,8 @@ usage_error "po2zfs-blk: --id: '-1' is not a device number (0 to 1048575)" add -
 usage_error "po2zfs-blk: --id is an option of add only" list --id 3
 usage_error "po2zfs-blk: del: 'abc' is not a device number" del abc
 usage_error "po2zfs-blk: --force is an option of del only" list --force
+usage_error "po2zfs-blk: --no-recovery is an option of add only" list --no-recovery
+usage_error "po2zfs-blk: --recovery is an option of add only" recover --recovery 0
+usage_error "po2zfs-blk: --recovery and --no-recovery exclude each other" add --recovery --no-recovery /dev/null
+usage_error "po2zfs-blk: --recovery and --no-recovery exclude each other" add --no-recovery --recovery /dev/null
 info "pass"

@@ -383,6 +383,91 @@ START_TEST(test_stop_refused_cases)
 }
 END_TEST
 
+/*
+ * A stop signal: a recoverable device in use is handed over (left
+ * quiesced), never refused nor deleted under its filesystem; an unused one
+ * is deleted; without recovery, today's refusal once.
+ */
+START_TEST(test_stop_action_cases)
+{
+	ck_assert_int_eq(p2z_blk_stop_action(true, true, 0),
+			 P2Z_BLK_STOP_HANDOVER);
+	ck_assert_int_eq(p2z_blk_stop_action(true, true, 1),
+			 P2Z_BLK_STOP_HANDOVER);
+	ck_assert_int_eq(p2z_blk_stop_action(true, false, 0),
+			 P2Z_BLK_STOP_DELETE);
+	ck_assert_int_eq(p2z_blk_stop_action(false, true, 0),
+			 P2Z_BLK_STOP_REFUSE);
+	ck_assert_int_eq(p2z_blk_stop_action(false, true, 1),
+			 P2Z_BLK_STOP_DELETE);
+	ck_assert_int_eq(p2z_blk_stop_action(false, false, 0),
+			 P2Z_BLK_STOP_DELETE);
+}
+END_TEST
+
+/* add's default takes recovery where the kernel has it, --recovery needs it */
+START_TEST(test_recovery_granted_cases)
+{
+	const uint64_t both = UBLK_F_USER_RECOVERY |
+			      UBLK_F_USER_RECOVERY_REISSUE;
+	const uint64_t other = UBLK_F_URING_CMD_COMP_IN_TASK; /* any other */
+
+	ck_assert_int_eq(p2z_blk_recovery_granted(P2Z_BLK_RECOVERY_AUTO,
+						  other | both),
+			 1);
+	ck_assert_int_eq(
+		p2z_blk_recovery_granted(P2Z_BLK_RECOVERY_ON, other | both), 1);
+	ck_assert_int_eq(p2z_blk_recovery_granted(P2Z_BLK_RECOVERY_OFF,
+						  other | both),
+			 0);
+	/* a kernel without it (or without the reissue half) */
+	ck_assert_int_eq(p2z_blk_recovery_granted(P2Z_BLK_RECOVERY_AUTO, other),
+			 0);
+	ck_assert_int_eq(p2z_blk_recovery_granted(P2Z_BLK_RECOVERY_AUTO,
+						  other | UBLK_F_USER_RECOVERY),
+			 0);
+	ck_assert_int_eq(p2z_blk_recovery_granted(P2Z_BLK_RECOVERY_ON, other),
+			 -EOPNOTSUPP);
+	ck_assert_int_eq(p2z_blk_recovery_granted(P2Z_BLK_RECOVERY_OFF, other),
+			 0);
+}
+END_TEST
+
+START_TEST(test_ident_same_node_cases)
+{
+	const char *rec = "chr=242:1 lba=4096 zone=24576 zones=16 max=131072";
+
+	ck_assert(p2z_blk_ident_same_node("chr=242:1", rec));
+	ck_assert(p2z_blk_ident_same_node("chr=242:1", "chr=242:1"));
+	/* another minor whose digits start the same, another kind */
+	ck_assert(!p2z_blk_ident_same_node("chr=242:10", rec));
+	ck_assert(!p2z_blk_ident_same_node("chr=242:", rec));
+	ck_assert(!p2z_blk_ident_same_node("blk=242:1", rec));
+	ck_assert(!p2z_blk_ident_same_node("", rec));
+	ck_assert(!p2z_blk_ident_same_node("file=8:1:12", "-"));
+	ck_assert(!p2z_blk_ident_same_node("file=8:1:12", ""));
+}
+END_TEST
+
+/* add recovers only a quiesced, recoverable P2ZB device nobody serves */
+START_TEST(test_add_recovers_cases)
+{
+	const uint64_t m = P2Z_BLK_SRV_MAGIC, f = UBLK_F_USER_RECOVERY;
+
+	ck_assert(p2z_blk_add_recovers(true, false, UBLK_S_DEV_QUIESCED, f, m));
+	ck_assert(
+		!p2z_blk_add_recovers(false, false, UBLK_S_DEV_QUIESCED, f, m));
+	/* a live server, or a recover under way */
+	ck_assert(!p2z_blk_add_recovers(true, true, UBLK_S_DEV_QUIESCED, f, m));
+	ck_assert(!p2z_blk_add_recovers(true, false, UBLK_S_DEV_LIVE, f, m));
+	ck_assert(!p2z_blk_add_recovers(true, false, UBLK_S_DEV_DEAD, f, m));
+	ck_assert(
+		!p2z_blk_add_recovers(true, false, UBLK_S_DEV_QUIESCED, 0, m));
+	ck_assert(!p2z_blk_add_recovers(true, false, UBLK_S_DEV_QUIESCED, f,
+					0x2));
+}
+END_TEST
+
 #ifdef P2Z_HAVE_BLK_SRV
 #include "blk_priv.h"
 
@@ -695,6 +780,10 @@ static Suite *blk_suite(void)
 	tc = tcase_create("stop_refused");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_stop_refused_cases);
+	tcase_add_test(tc, test_stop_action_cases);
+	tcase_add_test(tc, test_recovery_granted_cases);
+	tcase_add_test(tc, test_ident_same_node_cases);
+	tcase_add_test(tc, test_add_recovers_cases);
 	tc = tcase_create("gate");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_gate_write_order);

@@ -818,6 +818,100 @@ check_recover() { # ng
 	result_why ublk recover "${why# }${why:+: $sum}" "$sum; refusals: live, other device"
 }
 
+# poll until /tmp/rc-acked.$1 has more than $2 lines, up to 60 s
+wait_acked() { # file lines
+	local i
+
+	for i in $(seq 1200); do
+		[ "$(wc -l <"/tmp/rc-acked.$1")" -gt "$2" ] && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# An upgrade is a restart (po2zfs-blk(8) SIGNALS): a device added with
+# the default (recovery) in the foreground, zonefs on it and an append
+# writer on seq/5 (rc_writer). SIGTERM to the server hands the mounted
+# device over: the server drains, flushes, exits 0 with "left
+# /dev/ublkb0 quiesced for recover", list shows it quiesced, and add -f
+# of the same namespace (no --id, as the systemd unit runs it) recovers
+# it. The writer never saw an error, every acknowledged record is in
+# the file at its offset, the file's size is its zone's write pointer.
+# Then the server of the unmounted device is SIGKILLed (quiesced again)
+# and a plain del deletes the quiesced device, its records with it.
+check_restart() { # ng
+	local ng=$1 m=/mnt/zonefs dev=/dev/ublkb0 why='' out r wpid c1 c2
+	local line acked=0 bad=0 i off rec sz wp st
+
+	line="po2zfs-blk: left /dev/ublkb0 quiesced for recover"
+	if ! add_fg "$ng" /tmp/rs-add.out; then
+		result ublk restart FAIL "add -f: no /dev/ublkb0: $(cat /tmp/rs-add.out)"
+		return
+	fi
+	blkzone reset $dev
+	if ! dd if=$SB of=$dev bs=4096 count=1 oflag=direct conv=fsync status=none ||
+		! mount -t zonefs -o errors=repair $dev $m; then
+		result ublk restart FAIL "mount: $(klog zonefs)"
+		kill -TERM "$PID"
+		wait "$PID"
+		return
+	fi
+	rm -f /tmp/rc-stop /tmp/rc-rec.5.*
+	rc_writer $m 5 &
+	wpid=$!
+	wait_acked 5 2 || why="$why writer-stuck-before"
+	kill -TERM "$PID"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	grep -qxF "$line" /tmp/rs-add.out || why="$why no-handover-line"
+	[ -b $dev ] || why="$why device-gone"
+	st=$(po2zfs-blk list 2>&1 | awk '$1 == "/dev/ublkb0" { print $3 }')
+	[ "$st" = quiesced ] || why="$why list($st)"
+	c1=$(wc -l </tmp/rc-acked.5)
+	po2zfs-blk add -f "$ng" >/tmp/rs-rec.out 2>&1 </dev/null &
+	PID=$!
+	wait_state alive || why="$why add-recover($(tr '\n' '|' </tmp/rs-rec.out))"
+	grep -qF "po2zfs-blk: /dev/ublkb0 is quiesced, served from $ng: recovering it" \
+		/tmp/rs-rec.out || why="$why no-recover-line"
+	[ ! -e /dev/ublkb1 ] || why="$why ublkb1-made"
+	wait_acked 5 $((c1 + 2)) || why="$why writer-stuck-after"
+	touch /tmp/rc-stop
+	wait "$wpid"
+	c2=$(wc -l </tmp/rc-acked.5)
+	echo 3 >/proc/sys/vm/drop_caches
+	while read -r i off; do
+		rec=$(dd if=$m/seq/5 bs=4k skip=$((off / 4096)) count=256 iflag=direct status=none |
+			cmp -s - "/tmp/rc-rec.5.$i" && echo ok)
+		[ "$rec" = ok ] || bad=$((bad + 1))
+		acked=$((acked + 1))
+	done </tmp/rc-acked.5
+	sz=$(stat -c %s $m/seq/5)
+	wp=$(blkzone report -o $((6 * Z / 512)) -c 1 $dev | sed -n 's/.*wptr \(0x[0-9a-f]*\).*/\1/p')
+	wp=$((wp * 512))
+	[ "$sz" = "$wp" ] || why="$why size($sz)-not-wp($wp)"
+	[ "$sz" = $((acked * M)) ] || why="$why size($sz)-not-acked($acked MiB)"
+	umount $m || why="$why umount"
+	[ "$bad" = 0 ] || why="$why lost=$bad"
+	[ ! -s /tmp/rc-err.5 ] || why="$why writer-errors($(tr '\n' ' ' </tmp/rc-err.5))"
+	# a quiesced device nobody serves: a plain del deletes it
+	kill -KILL "$PID"
+	wait "$PID" 2>/dev/null
+	wait_state quiesced || why="$why not-quiesced-after-kill"
+	out=$(timeout 30 po2zfs-blk del 0 2>&1 </dev/null)
+	r=$?
+	[ $r = 0 ] && [ -z "$out" ] || why="$why del($r: $out)"
+	wait_node $dev 0 || why="$why ublkb0-left"
+	wait_node /dev/ublkc0 0 || why="$why ublkc0-left"
+	[ -z "$(po2zfs-blk list 2>&1)" ] || why="$why listed"
+	[ ! -e /run/po2zfs-blk/0 ] && [ ! -e /run/po2zfs-blk/0.slots ] ||
+		why="$why records-left($(ls /run/po2zfs-blk))"
+	sum="acked=$acked records of 1 MiB ($c1 before the restart, $((c2 - c1)) after), lost=$bad, writer_errors=$(wc -l </tmp/rc-err.5), size=write pointer=$sz"
+	echo "P2Z-VM blk-restart: $sum"
+	result_why ublk restart "${why# }${why:+: $sum; $(tr '\n' '|' </tmp/rs-add.out) $(tr '\n' '|' </tmp/rs-rec.out)}" \
+		"SIGTERM under zonefs: handed over (exit 0, quiesced), add -f without --id recovered it; $sum; del of a quiesced device"
+}
+
 run_ublk() {
 	local ng=${NG[1]:-} out r pid
 
@@ -853,8 +947,9 @@ run_ublk() {
 		result ublk del FAIL "exit $r: $out; list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
 		return
 	fi
-	# again in the foreground, to know the server's process
-	po2zfs-blk add -f "$ng" >/tmp/addf.out 2>&1 </dev/null &
+	# again in the foreground, to know the server's process; without
+	# recovery: check_kill's server dies and its device is dead
+	po2zfs-blk add -f --no-recovery "$ng" >/tmp/addf.out 2>&1 </dev/null &
 	pid=$!
 	if ! wait_node /dev/ublkb0 1; then
 		result ublk kill FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addf.out)"
@@ -869,6 +964,7 @@ run_ublk() {
 	check_del_force "$ng"
 	check_del_force_mounted "$ng"
 	check_recover "$ng"
+	check_restart "$ng"
 	check_power_cut --volatile-cache sync
 	check_power_cut_zonefs --volatile-cache
 	check_bench_raw ublk "$ng" $((96 * M))
@@ -900,11 +996,11 @@ wait_line() { # file line
 	return 1
 }
 
-# add -f $1 in the background, its output in $2; sets PID; 0 if the
-# device came
+# add -f $1 in the background (options $3...: e.g. --no-recovery), its
+# output in $2; sets PID; 0 if the device came
 PID=
-add_fg() { # ng out
-	po2zfs-blk add -f "$1" >"$2" 2>&1 </dev/null &
+add_fg() { # ng out [option...]
+	po2zfs-blk add -f "${@:3}" "$1" >"$2" 2>&1 </dev/null &
 	PID=$!
 	wait_node /dev/ublkb0 1 && return 0
 	kill "$PID"
@@ -951,7 +1047,7 @@ check_sigterm_mounted() { # ng
 	local ng=$1 m=/mnt/zonefs r why='' refusal n
 
 	refusal="po2zfs-blk: Terminated: /dev/ublkb0 is mounted, held or open: not stopping (a second signal, or del --force 0, stops it)"
-	if ! add_fg "$ng" /tmp/addm.out; then
+	if ! add_fg "$ng" /tmp/addm.out --no-recovery; then
 		result ublk sigterm-mounted FAIL "add -f: no /dev/ublkb0: $(cat /tmp/addm.out)"
 		return
 	fi
@@ -1103,7 +1199,8 @@ pc_add() { # image log cache-option
 		PC_WHY="po2zfs-emu create: $out"
 		return 1
 	fi
-	add_fg "$1" "$2" && return 0
+	# without recovery: the kill is a power cut, not a pause
+	add_fg "$1" "$2" --no-recovery && return 0
 	PC_WHY="add -f $1: no /dev/ublkb0: $(cat "$2")"
 	return 1
 }
@@ -1129,7 +1226,7 @@ pc_cut() { # mountpoint image log
 	[ $r = 0 ] && [ -z "$out" ] || PC_WHY="$PC_WHY del($r: $out)"
 	wait_node /dev/ublkb0 0 || PC_WHY="$PC_WHY ublkb0-left"
 	wait_node /dev/ublkc0 0 || PC_WHY="$PC_WHY ublkc0-left"
-	add_fg "$2" "$3" && return 0
+	add_fg "$2" "$3" --no-recovery && return 0
 	PC_WHY="$PC_WHY add-again($(tr '\n' '|' <"$3"))"
 	return 1
 }
