@@ -21,6 +21,11 @@
  * failed reads, whose errors= policy takes the zone's locks, are finished
  * on the worker only once its queue is drained (p2z_fs_worker_defer()).
  *
+ * The fast path (p2z_fs_worker_settle()): a worker left with exactly one
+ * read in flight waits for it on its queue and answers it at once, then
+ * reads /dev/fuse again, instead of an epoll_wait() round trip through
+ * the queue's eventfd per request.
+ *
  * Writes stay synchronous: a write held by the sequencer keeps its worker
  * (see fs_file.c), hence the P2Z_FS_MAX_THREADS workers.
  *
@@ -108,6 +113,30 @@ static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
 	       h->opcode == FUSE_READ;
 }
 
+/*
+ * After a request: the fast path. A read alone on the queue is waited for
+ * right here (a device read, never another thread: the drain rule holds)
+ * and answered, and the eventfd its completion signalled is cleared, so
+ * that a queue-depth-1 reader costs no epoll_wait() round trip for the
+ * completion; the next request is then read before epoll_wait(). More
+ * reads in flight: only what completed already is reaped, the rest comes
+ * through epoll.
+ */
+static void p2z_fs_worker_settle(struct p2z_fs_worker *w)
+{
+	unsigned int n = p2z_dev_queue_inflight(w->q);
+
+	if (n == 1 && !w->deferred) {
+		p2z_dev_queue_reap(w->q, 1);
+		/* Clears the eventfd: nothing is left to signal it again. */
+		if (!p2z_dev_queue_inflight(w->q))
+			p2z_dev_queue_reap(w->q, 0);
+		return;
+	}
+	if (n)
+		p2z_dev_queue_reap(w->q, 0);
+}
+
 static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
 {
 	fuse_session_exit(lp->se);
@@ -139,8 +168,7 @@ static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 		if (!p2z_fs_buf_is_read(&w->fbuf))
 			p2z_fs_worker_drain(w);
 		fuse_session_process_buf(lp->se, &w->fbuf);
-		if (p2z_dev_queue_inflight(w->q))
-			p2z_dev_queue_reap(w->q, 0);
+		p2z_fs_worker_settle(w);
 	}
 }
 
