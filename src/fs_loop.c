@@ -26,8 +26,11 @@
  * reads /dev/fuse again, instead of an epoll_wait() round trip through
  * the queue's eventfd per request.
  *
- * Writes stay synchronous: a write held by the sequencer keeps its worker
- * (see fs_file.c), hence the P2Z_FS_MAX_THREADS workers.
+ * Writes of zone files never wait for a predecessor on a worker: one
+ * that would is parked in the zone's sequencer (fs_file.c); the workers
+ * fail those parked past the hold bound (p2z_fs_worker_expire(), at least
+ * every P2Z_FS_LOOP_TICK_MS) and, at the end, all of them (EIO). po2
+ * writes still wait in their worker (hence P2Z_FS_MAX_THREADS workers).
  *
  * Exit: a signal (fuse_set_signal_handlers()) or the unmount (ENODEV)
  * leaves the session exited; the worker that sees it first wakes the
@@ -104,6 +107,20 @@ static void p2z_fs_worker_run_deferred(struct p2z_fs_worker *w)
 	}
 }
 
+/*
+ * Parked writes past their hold bound get EINVAL (all of them, EIO, at the
+ * end); their replies may invalidate, so the queue is drained first.
+ */
+static void p2z_fs_worker_expire(struct p2z_fs_worker *w, bool all)
+{
+	struct p2z_zone_table *zt = w->loop->fs->zt;
+
+	if (!p2z_zone_seq_parked(zt))
+		return;
+	p2z_fs_worker_drain(w);
+	p2z_zone_seq_expire(zt, all);
+}
+
 /* Whether the request received is a READ (libfuse never splices here). */
 static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
 {
@@ -114,27 +131,24 @@ static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
 }
 
 /*
- * After a request: the fast path. A read alone on the queue is waited for
- * right here (a device read, never another thread: the drain rule holds)
- * and answered, and the eventfd its completion signalled is cleared, so
- * that a queue-depth-1 reader costs no epoll_wait() round trip for the
- * completion; the next request is then read before epoll_wait(). More
- * reads in flight: only what completed already is reaped, the rest comes
- * through epoll.
+ * The fast path, when /dev/fuse has nothing waiting: a read alone on the
+ * queue is waited for right here (a device read, never another thread:
+ * the drain rule holds) and answered, and the eventfd its completion
+ * signalled is cleared, so that a queue-depth-1 reader costs no
+ * epoll_wait() round trip for the completion; the caller then reads
+ * /dev/fuse again. With more reads in flight the completions come through
+ * epoll, and requests waiting are received first (batched submissions).
+ * Return: whether it answered a read.
  */
-static void p2z_fs_worker_settle(struct p2z_fs_worker *w)
+static bool p2z_fs_worker_settle(struct p2z_fs_worker *w)
 {
-	unsigned int n = p2z_dev_queue_inflight(w->q);
-
-	if (n == 1 && !w->deferred) {
-		p2z_dev_queue_reap(w->q, 1);
-		/* Clears the eventfd: nothing is left to signal it again. */
-		if (!p2z_dev_queue_inflight(w->q))
-			p2z_dev_queue_reap(w->q, 0);
-		return;
-	}
-	if (n)
+	if (p2z_dev_queue_inflight(w->q) != 1 || w->deferred)
+		return false;
+	p2z_dev_queue_reap(w->q, 1);
+	/* Clears the eventfd: nothing is left to signal it again. */
+	if (!p2z_dev_queue_inflight(w->q))
 		p2z_dev_queue_reap(w->q, 0);
+	return true;
 }
 
 static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
@@ -155,8 +169,11 @@ static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 
 	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++) {
 		ret = fuse_session_receive_buf(lp->se, &w->fbuf);
-		if (ret == -EAGAIN || ret == -EINTR)
+		if ((ret == -EAGAIN || ret == -EINTR) &&
+		    !p2z_fs_worker_settle(w))
 			return;
+		if (ret == -EAGAIN || ret == -EINTR)
+			continue;
 		if (ret <= 0 || fuse_session_exited(lp->se)) {
 			/* 0: unmounted (ENODEV) or exited by a signal */
 			if (ret < 0)
@@ -168,7 +185,8 @@ static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 		if (!p2z_fs_buf_is_read(&w->fbuf))
 			p2z_fs_worker_drain(w);
 		fuse_session_process_buf(lp->se, &w->fbuf);
-		p2z_fs_worker_settle(w);
+		if (p2z_dev_queue_inflight(w->q))
+			p2z_dev_queue_reap(w->q, 0);
 	}
 }
 
@@ -217,10 +235,12 @@ static void *p2z_fs_worker_run(void *arg)
 				stop = true;
 		}
 		p2z_fs_worker_run_deferred(w);
+		p2z_fs_worker_expire(w, false);
 	}
 	eventfd_write(lp->stop_fd, 1);
 	p2z_fs_worker_drain(w);
 	p2z_fs_worker_run_deferred(w);
+	p2z_fs_worker_expire(w, true);
 	p2z_fs_self = NULL;
 	p2z_dev_queue_close(w->q);
 	return NULL;
