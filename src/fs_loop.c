@@ -65,6 +65,7 @@ struct p2z_fs_loop {
 	struct fuse_session *se;
 	int stop_fd;
 	int err; /* a worker could not run: -errno */
+	unsigned int reads; /* reads in flight, all queues (atomic, lags) */
 	struct p2z_fs_worker *workers;
 	unsigned int nr;
 };
@@ -130,9 +131,22 @@ static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
 	       h->opcode == FUSE_READ;
 }
 
+/* Bring the loop's count of reads in flight up to date with w's queue. */
+static void p2z_fs_worker_count(struct p2z_fs_worker *w)
+{
+	unsigned int n = p2z_dev_queue_inflight(w->q);
+
+	if (n != w->counted)
+		__atomic_add_fetch(&w->loop->reads, n - w->counted,
+				   __ATOMIC_RELAXED);
+	w->counted = n;
+}
+
 /*
- * The fast path, when /dev/fuse has nothing waiting: a read alone on the
- * queue is waited for right here (a device read, never another thread:
+ * The fast path, when /dev/fuse has nothing waiting and no other read is
+ * in flight in the loop (a lone synchronous reader; the count lags, which
+ * costs at most a fast path taken or missed): a read alone on the queue
+ * is waited for right here (a device read, never another thread:
  * the drain rule holds) and answered, and the eventfd its completion
  * signalled is cleared, so that a queue-depth-1 reader costs no
  * epoll_wait() round trip for the completion; the caller then reads
@@ -142,12 +156,15 @@ static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
  */
 static bool p2z_fs_worker_settle(struct p2z_fs_worker *w)
 {
-	if (p2z_dev_queue_inflight(w->q) != 1 || w->deferred)
+	p2z_fs_worker_count(w);
+	if (p2z_dev_queue_inflight(w->q) != 1 || w->deferred ||
+	    __atomic_load_n(&w->loop->reads, __ATOMIC_RELAXED) > 1)
 		return false;
 	p2z_dev_queue_reap(w->q, 1);
 	/* Clears the eventfd: nothing is left to signal it again. */
 	if (!p2z_dev_queue_inflight(w->q))
 		p2z_dev_queue_reap(w->q, 0);
+	p2z_fs_worker_count(w);
 	return true;
 }
 
@@ -158,6 +175,34 @@ static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
 }
 
 /*
+ * Receive and serve one request; false: nothing more now (or the end).
+ * Nothing waiting, the fast path may answer a read (true: look again).
+ */
+static bool p2z_fs_worker_receive_one(struct p2z_fs_loop *lp,
+				      struct p2z_fs_worker *w)
+{
+	int ret = fuse_session_receive_buf(lp->se, &w->fbuf);
+
+	if (ret == -EAGAIN || ret == -EINTR)
+		return p2z_fs_worker_settle(w);
+	if (ret <= 0 || fuse_session_exited(lp->se)) {
+		/* 0: unmounted (ENODEV) or exited by a signal */
+		if (ret < 0)
+			p2z_log(LOG_ERR, "reading /dev/fuse: %s",
+				strerror(-ret));
+		p2z_fs_loop_stop(lp);
+		return false;
+	}
+	if (!p2z_fs_buf_is_read(&w->fbuf))
+		p2z_fs_worker_drain(w);
+	fuse_session_process_buf(lp->se, &w->fbuf);
+	if (p2z_dev_queue_inflight(w->q))
+		p2z_dev_queue_reap(w->q, 0);
+	p2z_fs_worker_count(w);
+	return true;
+}
+
+/*
  * Serve the requests waiting, up to P2Z_FS_LOOP_BATCH (one epoll_wait()
  * each would cost a system call per request), reaping in between.
  */
@@ -165,29 +210,10 @@ static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 				  struct p2z_fs_worker *w)
 {
 	unsigned int i;
-	int ret;
 
-	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++) {
-		ret = fuse_session_receive_buf(lp->se, &w->fbuf);
-		if ((ret == -EAGAIN || ret == -EINTR) &&
-		    !p2z_fs_worker_settle(w))
-			return;
-		if (ret == -EAGAIN || ret == -EINTR)
-			continue;
-		if (ret <= 0 || fuse_session_exited(lp->se)) {
-			/* 0: unmounted (ENODEV) or exited by a signal */
-			if (ret < 0)
-				p2z_log(LOG_ERR, "reading /dev/fuse: %s",
-					strerror(-ret));
-			p2z_fs_loop_stop(lp);
-			return;
-		}
-		if (!p2z_fs_buf_is_read(&w->fbuf))
-			p2z_fs_worker_drain(w);
-		fuse_session_process_buf(lp->se, &w->fbuf);
-		if (p2z_dev_queue_inflight(w->q))
-			p2z_dev_queue_reap(w->q, 0);
-	}
+	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++)
+		if (!p2z_fs_worker_receive_one(lp, w))
+			break;
 }
 
 static int p2z_fs_epoll_add(int epfd, int fd, uint32_t events, uint32_t tag)
@@ -236,6 +262,7 @@ static void *p2z_fs_worker_run(void *arg)
 		}
 		p2z_fs_worker_run_deferred(w);
 		p2z_fs_worker_expire(w, false);
+		p2z_fs_worker_count(w);
 	}
 	eventfd_write(lp->stop_fd, 1);
 	p2z_fs_worker_drain(w);
