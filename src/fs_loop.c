@@ -196,6 +196,9 @@ static bool p2z_fs_worker_receive_one(struct p2z_fs_loop *lp,
 	if (!p2z_fs_buf_is_read(&w->fbuf))
 		p2z_fs_worker_drain(w);
 	fuse_session_process_buf(lp->se, &w->fbuf);
+	/* A lone reader sends nothing more before its answer: wait for it. */
+	if (p2z_fs_worker_settle(w))
+		return true;
 	if (p2z_dev_queue_inflight(w->q))
 		p2z_dev_queue_reap(w->q, 0);
 	p2z_fs_worker_count(w);
