@@ -22,12 +22,18 @@
  * being the one at the write pointer; a write ahead of it is held until
  * its predecessors were written (for at most the hold bound,
  * P2Z_ZONE_HOLD_MS, then EINVAL: a writer with a gap), one behind it is
- * EINVAL at once, as in zonefs. Writes are synchronous: a held write keeps
- * its worker thread (of the session loop, fs_loop.c), having drained the
- * worker's device queue first; the kernel keeps at most
- * P2Z_FS_MAX_BACKGROUND background requests at the daemon, fewer than the
- * P2Z_FS_MAX_THREADS workers, so one is always free to receive the
- * predecessor.
+ * EINVAL at once, as in zonefs. On a loop worker a zone file's write uses
+ * the non-blocking form (p2z_zone_write_async(), struct p2z_fs_wr): a
+ * write at its turn is written by the worker and answered; one that must
+ * wait is parked, its data copied into a pool buffer first if it was in
+ * the worker's request buffer (p2z_fs_wr_hold()), and the worker goes on;
+ * the thread that writes its predecessor writes and answers it, a reset
+ * or a failed predecessor answers it with EIO, and the loop's workers
+ * expire it (EINVAL) past the hold bound. The device write itself is
+ * synchronous in whichever thread has the zone's turn. po2 writes, and
+ * writes outside a loop worker, still use the blocking form: a held write
+ * keeps its thread, which the P2Z_FS_MAX_BACKGROUND < P2Z_FS_MAX_THREADS
+ * bound keeps deadlock-free.
  *
  * Reads are asynchronous on a loop worker (p2z_fs_read_async()): the
  * zone reads of a READ go on the worker's own device queue
@@ -643,6 +649,99 @@ static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
 	return p2z_fs_copy_in(*buf, in);
 }
 
+/*
+ * An asynchronous write of a zone file (p2z_zone_write_async()): owns the
+ * request and the data until the reply, from whichever thread ends it.
+ */
+struct p2z_fs_wr {
+	struct p2z_zone_wr wr; /* first: done() gets it */
+	struct p2z_fs *fs;
+	fuse_req_t req;
+	fuse_ino_t ino;
+	struct p2z_fs_node n;
+	uint64_t t0;
+	void *buf; /* pool buffer holding the data, or NULL: in the request */
+	bool direct_io;
+};
+
+/* Parked behind a predecessor: the worker reuses its request buffer. */
+static int p2z_fs_wr_hold(struct p2z_zone_wr *wr)
+{
+	struct p2z_fs_wr *w = (struct p2z_fs_wr *)wr;
+
+	if (w->buf)
+		return 0;
+	if (wr->len > P2Z_FS_BUF_BYTES)
+		return -EINVAL;
+	w->buf = p2z_fs_buf_get(w->fs);
+	if (!w->buf)
+		return -ENOMEM;
+	memcpy(w->buf, wr->buf, wr->len);
+	wr->buf = w->buf;
+	return 0;
+}
+
+/* The tail of p2z_fs_write_buf(), for either form. */
+static void p2z_fs_write_end(struct p2z_fs *fs, fuse_req_t req, fuse_ino_t ino,
+			     const struct p2z_fs_node *n, bool direct_io,
+			     uint64_t t0, void *buf, ssize_t ret)
+{
+	if (ret > 0)
+		p2z_fs_touch(fs, ino);
+	/* A direct-io writer holds no page: the reply can wait for that. */
+	if (direct_io)
+		p2z_fs_after_io(fs, n);
+	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
+	p2z_fs_reply_write(req, ret);
+	p2z_fs_buf_put(fs, buf);
+	p2z_fs_after_io(fs, n);
+}
+
+static void p2z_fs_wr_done(struct p2z_zone_wr *wr, ssize_t ret)
+{
+	struct p2z_fs_wr *w = (struct p2z_fs_wr *)wr;
+
+	p2z_fs_write_end(w->fs, w->req, w->ino, &w->n, w->direct_io, w->t0,
+			 w->buf, ret);
+	free(w);
+}
+
+/*
+ * A zone file's write on a loop worker: never waits for a predecessor
+ * (see the top of this file). Return: 0 (answered or parked), or -ENOMEM
+ * before anything happened.
+ */
+static int p2z_fs_write_async(struct p2z_fs *fs, fuse_req_t req, fuse_ino_t ino,
+			      const struct p2z_fs_node *n,
+			      const struct p2z_fs_file *f, uint64_t t0,
+			      void *buf, const void *data, size_t len,
+			      off_t off, bool append, unsigned int flags)
+{
+	struct p2z_fs_wr *w = malloc(sizeof(*w));
+
+	if (!w)
+		return -ENOMEM;
+	*w = (struct p2z_fs_wr){
+		.wr = { .zidx = n->zidx,
+			.buf = data,
+			.len = len,
+			.ofs = (uint64_t)off,
+			.append = append,
+			.flags = flags,
+			.hold = p2z_fs_wr_hold,
+			.done = p2z_fs_wr_done },
+		.fs = fs,
+		.req = req,
+		.ino = ino,
+		.n = *n,
+		.t0 = t0,
+		.buf = buf,
+		.direct_io = f->direct_io,
+	};
+	p2z_zone_write_async(fs->zt, &w->wr);
+	return 0;
+}
+
 void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		      off_t off, struct fuse_file_info *fi)
 {
@@ -668,18 +767,15 @@ void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		 * write-back of a mapped page is never an append.
 		 */
 		append = !fi->writepage && (fi->flags & O_APPEND);
+		if (n.kind == P2Z_FS_ZONE && off >= 0 && p2z_fs_worker_self() &&
+		    !p2z_fs_write_async(fs, req, ino, &n, f, t0, buf, data,
+					(size_t)ret, off, append,
+					p2z_fs_write_flags(f, fi)))
+			return;
 		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append,
 					p2z_fs_write_flags(f, fi));
 	}
-	if (ret > 0)
-		p2z_fs_touch(fs, ino);
-	/* A direct-io writer holds no page: the reply can wait for that. */
-	if (f && f->direct_io)
-		p2z_fs_after_io(fs, &n);
-	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
-	p2z_fs_reply_write(req, ret);
-	p2z_fs_buf_put(fs, buf);
-	p2z_fs_after_io(fs, &n);
+	p2z_fs_write_end(fs, req, ino, &n, f && f->direct_io, t0, buf, ret);
 }
 
 /* ---- flush, fsync ---- */

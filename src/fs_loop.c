@@ -21,8 +21,16 @@
  * failed reads, whose errors= policy takes the zone's locks, are finished
  * on the worker only once its queue is drained (p2z_fs_worker_defer()).
  *
- * Writes stay synchronous: a write held by the sequencer keeps its worker
- * (see fs_file.c), hence the P2Z_FS_MAX_THREADS workers.
+ * The fast path (p2z_fs_worker_settle()): a worker left with exactly one
+ * read in flight waits for it on its queue and answers it at once, then
+ * reads /dev/fuse again, instead of an epoll_wait() round trip through
+ * the queue's eventfd per request.
+ *
+ * Writes of zone files never wait for a predecessor on a worker: one
+ * that would is parked in the zone's sequencer (fs_file.c); the workers
+ * fail those parked past the hold bound (p2z_fs_worker_expire(), at least
+ * every P2Z_FS_LOOP_TICK_MS) and, at the end, all of them (EIO). po2
+ * writes still wait in their worker (hence P2Z_FS_MAX_THREADS workers).
  *
  * Exit: a signal (fuse_set_signal_handlers()) or the unmount (ENODEV)
  * leaves the session exited; the worker that sees it first wakes the
@@ -57,6 +65,7 @@ struct p2z_fs_loop {
 	struct fuse_session *se;
 	int stop_fd;
 	int err; /* a worker could not run: -errno */
+	unsigned int reads; /* reads in flight, all queues (atomic, lags) */
 	struct p2z_fs_worker *workers;
 	unsigned int nr;
 };
@@ -99,6 +108,20 @@ static void p2z_fs_worker_run_deferred(struct p2z_fs_worker *w)
 	}
 }
 
+/*
+ * Parked writes past their hold bound get EINVAL (all of them, EIO, at the
+ * end); their replies may invalidate, so the queue is drained first.
+ */
+static void p2z_fs_worker_expire(struct p2z_fs_worker *w, bool all)
+{
+	struct p2z_zone_table *zt = w->loop->fs->zt;
+
+	if (!p2z_zone_seq_parked(zt))
+		return;
+	p2z_fs_worker_drain(w);
+	p2z_zone_seq_expire(zt, all);
+}
+
 /* Whether the request received is a READ (libfuse never splices here). */
 static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
 {
@@ -108,10 +131,78 @@ static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
 	       h->opcode == FUSE_READ;
 }
 
+/* Bring the loop's count of reads in flight up to date with w's queue. */
+static void p2z_fs_worker_count(struct p2z_fs_worker *w)
+{
+	unsigned int n = p2z_dev_queue_inflight(w->q);
+
+	if (n != w->counted)
+		__atomic_add_fetch(&w->loop->reads, n - w->counted,
+				   __ATOMIC_RELAXED);
+	w->counted = n;
+}
+
+/*
+ * The fast path, when /dev/fuse has nothing waiting and no other read is
+ * in flight in the loop (a lone synchronous reader; the count lags, which
+ * costs at most a fast path taken or missed): a read alone on the queue
+ * is waited for right here (a device read, never another thread:
+ * the drain rule holds) and answered, and the eventfd its completion
+ * signalled is cleared, so that a queue-depth-1 reader costs no
+ * epoll_wait() round trip for the completion; the caller then reads
+ * /dev/fuse again. With more reads in flight the completions come through
+ * epoll, and requests waiting are received first (batched submissions).
+ * Return: whether it answered a read.
+ */
+static bool p2z_fs_worker_settle(struct p2z_fs_worker *w)
+{
+	p2z_fs_worker_count(w);
+	if (p2z_dev_queue_inflight(w->q) != 1 || w->deferred ||
+	    __atomic_load_n(&w->loop->reads, __ATOMIC_RELAXED) > 1)
+		return false;
+	p2z_dev_queue_reap(w->q, 1);
+	/* Clears the eventfd: nothing is left to signal it again. */
+	if (!p2z_dev_queue_inflight(w->q))
+		p2z_dev_queue_reap(w->q, 0);
+	p2z_fs_worker_count(w);
+	return true;
+}
+
 static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
 {
 	fuse_session_exit(lp->se);
 	eventfd_write(lp->stop_fd, 1);
+}
+
+/*
+ * Receive and serve one request; false: nothing more now (or the end).
+ * Nothing waiting, the fast path may answer a read (true: look again).
+ */
+static bool p2z_fs_worker_receive_one(struct p2z_fs_loop *lp,
+				      struct p2z_fs_worker *w)
+{
+	int ret = fuse_session_receive_buf(lp->se, &w->fbuf);
+
+	if (ret == -EAGAIN || ret == -EINTR)
+		return p2z_fs_worker_settle(w);
+	if (ret <= 0 || fuse_session_exited(lp->se)) {
+		/* 0: unmounted (ENODEV) or exited by a signal */
+		if (ret < 0)
+			p2z_log(LOG_ERR, "reading /dev/fuse: %s",
+				strerror(-ret));
+		p2z_fs_loop_stop(lp);
+		return false;
+	}
+	if (!p2z_fs_buf_is_read(&w->fbuf))
+		p2z_fs_worker_drain(w);
+	fuse_session_process_buf(lp->se, &w->fbuf);
+	/* A lone reader sends nothing more before its answer: wait for it. */
+	if (p2z_fs_worker_settle(w))
+		return true;
+	if (p2z_dev_queue_inflight(w->q))
+		p2z_dev_queue_reap(w->q, 0);
+	p2z_fs_worker_count(w);
+	return true;
 }
 
 /*
@@ -122,26 +213,10 @@ static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 				  struct p2z_fs_worker *w)
 {
 	unsigned int i;
-	int ret;
 
-	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++) {
-		ret = fuse_session_receive_buf(lp->se, &w->fbuf);
-		if (ret == -EAGAIN || ret == -EINTR)
-			return;
-		if (ret <= 0 || fuse_session_exited(lp->se)) {
-			/* 0: unmounted (ENODEV) or exited by a signal */
-			if (ret < 0)
-				p2z_log(LOG_ERR, "reading /dev/fuse: %s",
-					strerror(-ret));
-			p2z_fs_loop_stop(lp);
-			return;
-		}
-		if (!p2z_fs_buf_is_read(&w->fbuf))
-			p2z_fs_worker_drain(w);
-		fuse_session_process_buf(lp->se, &w->fbuf);
-		if (p2z_dev_queue_inflight(w->q))
-			p2z_dev_queue_reap(w->q, 0);
-	}
+	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++)
+		if (!p2z_fs_worker_receive_one(lp, w))
+			break;
 }
 
 static int p2z_fs_epoll_add(int epfd, int fd, uint32_t events, uint32_t tag)
@@ -189,10 +264,13 @@ static void *p2z_fs_worker_run(void *arg)
 				stop = true;
 		}
 		p2z_fs_worker_run_deferred(w);
+		p2z_fs_worker_expire(w, false);
+		p2z_fs_worker_count(w);
 	}
 	eventfd_write(lp->stop_fd, 1);
 	p2z_fs_worker_drain(w);
 	p2z_fs_worker_run_deferred(w);
+	p2z_fs_worker_expire(w, true);
 	p2z_fs_self = NULL;
 	p2z_dev_queue_close(w->q);
 	return NULL;

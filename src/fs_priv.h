@@ -116,6 +116,7 @@ struct p2z_fs_worker {
 	struct fuse_buf fbuf;
 	struct p2z_fs_rd *deferred;
 	struct p2z_fs_rd *defer_tail;
+	unsigned int counted; /* its part of the loop's reads in flight */
 };
 
 /*

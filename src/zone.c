@@ -335,6 +335,7 @@ void p2z_zone_table_close(struct p2z_zone_table *zt)
 
 	if (!zt)
 		return;
+	p2z_zone_seq_expire(zt, true);
 	for (zidx = 0; zidx < zt->geom.nr_zones; zidx++) {
 		struct p2z_zone *z = &zt->zones[zidx];
 
@@ -672,13 +673,24 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 				  uint64_t zidx, const void *buf, size_t len,
 				  uint64_t ofs, bool append, unsigned int flags)
 {
-	bool desync = false;
 	ssize_t n;
 	int ret;
 
 	ret = __p2z_zone_seq_enter(zt, z, &ofs, &len, append);
 	if (ret || !len)
 		return ret;
+	n = __p2z_zone_write_turn(zt, z, zidx, buf, len, ofs, flags);
+	p2z_zone_seq_kick(zt, z);
+	return n;
+}
+
+ssize_t __p2z_zone_write_turn(struct p2z_zone_table *zt, struct p2z_zone *z,
+			      uint64_t zidx, const void *buf, size_t len,
+			      uint64_t ofs, unsigned int flags)
+{
+	bool desync = false;
+	ssize_t n;
+
 	pthread_mutex_lock(&z->wr_lock);
 	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, flags, &desync);
 	if (n > 0 && !desync) {
@@ -801,6 +813,7 @@ int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
 		return -EROFS;
 	/* Drain the write in flight, fail the waiting ones (zone_seq.c). */
 	p2z_zone_seq_barrier(z);
+	p2z_zone_seq_kick(zt, z);
 	pthread_mutex_lock(&z->wr_lock);
 	pthread_mutex_lock(&z->lock);
 	if (!p2z_zone_is_seq(z) ||
@@ -845,6 +858,7 @@ int p2z_zone_truncate(struct p2z_zone_table *zt, uint64_t zidx, uint64_t size)
 out_unlock:
 	pthread_mutex_unlock(&z->wr_lock);
 	p2z_zone_seq_unbarrier(z);
+	p2z_zone_seq_kick(zt, z);
 	return ret;
 }
 

@@ -60,6 +60,9 @@ struct p2z_zone {
 	uint64_t seq_end;
 	uint64_t seq_gen;
 	unsigned int seq_waiting;
+	/* Parked asynchronous writes (p2z_zone_write_async()), arrival order. */
+	struct p2z_zone_wr *seq_parked;
+	unsigned int seq_nparked;
 	/*
 	 * Asynchronous reads at the device (p2z_zone_read_submit()), guarded
 	 * by lock; rd_cond is signalled when rd_inflight drops to 0. They
@@ -77,6 +80,7 @@ struct p2z_zone_table_priv {
 	uint64_t cap_bytes;
 	uint32_t max_exp_open; /* 0: explicit-open off */
 	bool use_append;
+	atomic_uint nr_parked; /* parked writes, all zones (zone_seq.c) */
 };
 
 static inline bool p2z_zone_is_seq(const struct p2z_zone *z)
@@ -192,6 +196,34 @@ void p2z_zone_seq_barrier(struct p2z_zone *z);
  * @z: the zone, no lock held
  */
 void p2z_zone_seq_unbarrier(struct p2z_zone *z);
+
+/**
+ * p2z_zone_seq_kick() - write the parked writes whose turn came
+ * @zt: zone table
+ * @z: the zone, no lock held
+ *
+ * Called after p2z_zone_seq_leave() and p2z_zone_seq_unbarrier(); fails
+ * the parked writes a failed predecessor or a barrier doomed.
+ */
+void p2z_zone_seq_kick(struct p2z_zone_table *zt, struct p2z_zone *z);
+
+/**
+ * __p2z_zone_write_turn() - a sequential zone's write that has its turn
+ * @zt: zone table
+ * @z: the zone, no lock held
+ * @zidx: its index
+ * @buf: data
+ * @len: bytes (checked, nonzero)
+ * @ofs: where (checked)
+ * @flags: P2Z_IO_FUA or 0
+ *
+ * Writes, applies errors=, and ends the turn (p2z_zone_seq_leave()).
+ *
+ * Return: as p2z_zone_write().
+ */
+ssize_t __p2z_zone_write_turn(struct p2z_zone_table *zt, struct p2z_zone *z,
+			      uint64_t zidx, const void *buf, size_t len,
+			      uint64_t ofs, unsigned int flags);
 
 /* zone_errors.c */
 

@@ -20,6 +20,17 @@
  * with -EIO too; writes arriving during it wait for its end. Nothing is
  * lost: every waiter returns.
  *
+ * The non-blocking form (p2z_zone_write_async()) decides the same way but
+ * never waits: a write that would wait is parked on the zone's list
+ * (z->seq_parked) with the generation and a deadline, and returns. Whoever
+ * ends a turn (p2z_zone_seq_leave() then p2z_zone_seq_kick(): the thread
+ * that wrote the predecessor, blocking or not, or the end of a barrier)
+ * fails the parked writes of an older generation with -EIO, those now
+ * behind the expected offset with -EINVAL, and writes the one whose turn
+ * came, in its own thread, then looks again. p2z_zone_seq_expire() fails
+ * those held past their deadline with -EINVAL. Both forms may be mixed on
+ * a zone.
+ *
  * The state is the zone's (zone_priv.h), guarded by z->lock, with
  * z->seq_cond to wait on. Writes of different zones never wait for each
  * other. Conventional zones are not sequenced.
@@ -46,6 +57,8 @@ int p2z_zone_seq_init(struct p2z_zone *z)
 	z->seq_end = 0;
 	z->seq_gen = 0;
 	z->seq_waiting = 0;
+	z->seq_parked = NULL;
+	z->seq_nparked = 0;
 	return -ret;
 }
 
@@ -209,7 +222,240 @@ unsigned int p2z_zone_seq_waiting(struct p2z_zone_table *zt, uint64_t zidx)
 		return 0;
 	z = &zt->zones[zidx];
 	pthread_mutex_lock(&z->lock);
-	n = z->seq_waiting;
+	n = z->seq_waiting + z->seq_nparked;
 	pthread_mutex_unlock(&z->lock);
 	return n;
+}
+
+static uint64_t p2z_zone_seq_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static void p2z_zone_seq_fail_list(struct p2z_zone_wr *wr)
+{
+	while (wr) {
+		struct p2z_zone_wr *next = wr->next;
+
+		wr->done(wr, wr->ret);
+		wr = next;
+	}
+}
+
+/* Unlink *pp from z's parked list onto *fail with ret. z->lock held. */
+static struct p2z_zone_wr *__p2z_zone_seq_unpark(struct p2z_zone_table *zt,
+						 struct p2z_zone *z,
+						 struct p2z_zone_wr **pp)
+{
+	struct p2z_zone_wr *wr = *pp;
+
+	*pp = wr->next;
+	wr->next = NULL;
+	z->seq_nparked--;
+	atomic_fetch_sub(&zt->priv->nr_parked, 1);
+	return wr;
+}
+
+static void __p2z_zone_seq_park(struct p2z_zone_table *zt, struct p2z_zone *z,
+				struct p2z_zone_wr *wr)
+{
+	struct p2z_zone_wr **pp = &z->seq_parked;
+	unsigned int ms = zt->opts.hold_ms ? zt->opts.hold_ms :
+					     P2Z_ZONE_HOLD_MS;
+
+	while (*pp)
+		pp = &(*pp)->next;
+	wr->next = NULL;
+	wr->gen = z->seq_gen;
+	wr->deadline_ms = p2z_zone_seq_now_ms() + ms;
+	*pp = wr;
+	z->seq_nparked++;
+	atomic_fetch_add(&zt->priv->nr_parked, 1);
+}
+
+/*
+ * Take the turn for wr (checks, busy) or set wr->ret: 0 it has the turn,
+ * 1 nothing to write (wr->ret set). z->lock held.
+ */
+static int __p2z_zone_seq_take(struct p2z_zone_table *zt, struct p2z_zone *z,
+			       struct p2z_zone_wr *wr)
+{
+	int ret = __p2z_zone_write_check(zt, z, &wr->ofs, &wr->len, wr->append);
+
+	if (ret || !wr->len) {
+		wr->ret = ret;
+		return 1;
+	}
+	z->seq_busy = true;
+	z->seq_end = wr->ofs + wr->len;
+	return 0;
+}
+
+/*
+ * The parked writes doomed (older generation: -EIO; behind: -EINVAL) go
+ * to *fail; returns the one whose turn came, with the turn. z->lock held.
+ */
+static struct p2z_zone_wr *__p2z_zone_seq_next(struct p2z_zone_table *zt,
+					       struct p2z_zone *z,
+					       struct p2z_zone_wr **fail)
+{
+	struct p2z_zone_wr **pp = &z->seq_parked, *wr, *run = NULL;
+	bool held;
+	int turn;
+
+	while ((wr = *pp)) {
+		if (wr->gen != z->seq_gen) {
+			wr->ret = -EIO;
+		} else if (!run && !z->seq_barrier) {
+			turn = __p2z_zone_seq_turn(z, wr->ofs, wr->append,
+						   &held);
+			if (turn > 0) {
+				pp = &wr->next;
+				continue;
+			}
+			wr->ret = turn;
+			if (!turn) {
+				run = __p2z_zone_seq_unpark(zt, z, pp);
+				if (!__p2z_zone_seq_take(zt, z, run))
+					continue;
+				wr = run;
+				run = NULL;
+				wr->next = *fail;
+				*fail = wr;
+				continue;
+			}
+		} else {
+			pp = &wr->next;
+			continue;
+		}
+		wr = __p2z_zone_seq_unpark(zt, z, pp);
+		wr->next = *fail;
+		*fail = wr;
+	}
+	return run;
+}
+
+/* Write wr, which has the turn, then every parked write whose turn came. */
+static void p2z_zone_seq_run(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     struct p2z_zone_wr *wr)
+{
+	struct p2z_zone_wr *fail;
+	ssize_t n;
+
+	while (wr) {
+		n = __p2z_zone_write_turn(zt, z, wr->zidx, wr->buf, wr->len,
+					  wr->ofs, wr->flags);
+		wr->done(wr, n);
+		fail = NULL;
+		pthread_mutex_lock(&z->lock);
+		wr = __p2z_zone_seq_next(zt, z, &fail);
+		pthread_mutex_unlock(&z->lock);
+		p2z_zone_seq_fail_list(fail);
+	}
+}
+
+void p2z_zone_seq_kick(struct p2z_zone_table *zt, struct p2z_zone *z)
+{
+	struct p2z_zone_wr *fail = NULL, *wr;
+
+	pthread_mutex_lock(&z->lock);
+	if (!z->seq_parked) {
+		pthread_mutex_unlock(&z->lock);
+		return;
+	}
+	wr = __p2z_zone_seq_next(zt, z, &fail);
+	pthread_mutex_unlock(&z->lock);
+	p2z_zone_seq_fail_list(fail);
+	p2z_zone_seq_run(zt, z, wr);
+}
+
+/* Decide for a new write: 0 run it, 1 parked, 2 done (wr->ret). */
+static int __p2z_zone_seq_arrive(struct p2z_zone_table *zt, struct p2z_zone *z,
+				 struct p2z_zone_wr *wr)
+{
+	bool held;
+	int ret;
+
+	ret = __p2z_zone_seq_precheck(zt, z, wr->ofs, wr->len, wr->append);
+	if (!ret && !z->seq_barrier) {
+		ret = __p2z_zone_seq_turn(z, wr->ofs, wr->append, &held);
+		if (!ret)
+			return __p2z_zone_seq_take(zt, z, wr) ? 2 : 0;
+		ret = ret > 0 ? 0 : ret; /* 1: wait, parked below */
+	}
+	if (ret) {
+		wr->ret = ret;
+		return 2;
+	}
+	ret = wr->hold ? wr->hold(wr) : 0;
+	if (ret) {
+		wr->ret = ret;
+		return 2;
+	}
+	__p2z_zone_seq_park(zt, z, wr);
+	return 1;
+}
+
+void p2z_zone_write_async(struct p2z_zone_table *zt, struct p2z_zone_wr *wr)
+{
+	struct p2z_zone *z =
+		wr->zidx < zt->geom.nr_zones ? &zt->zones[wr->zidx] : NULL;
+	int ret;
+
+	if (!z || (wr->flags & ~P2Z_IO_FUA) || !p2z_zone_is_seq(z)) {
+		wr->done(wr,
+			 z ? p2z_zone_write(zt, wr->zidx, wr->buf, wr->len,
+					    wr->ofs, wr->append, wr->flags) :
+			     -EINVAL);
+		return;
+	}
+	pthread_mutex_lock(&z->lock);
+	ret = __p2z_zone_seq_arrive(zt, z, wr);
+	pthread_mutex_unlock(&z->lock);
+	if (ret == 2)
+		wr->done(wr, wr->ret);
+	else if (!ret)
+		p2z_zone_seq_run(zt, z, wr);
+}
+
+unsigned int p2z_zone_seq_expire(struct p2z_zone_table *zt, bool all)
+{
+	struct p2z_zone_wr *fail, **pp;
+	unsigned int n = 0;
+	uint64_t zidx, now;
+
+	if (!atomic_load(&zt->priv->nr_parked))
+		return 0;
+	now = p2z_zone_seq_now_ms();
+	for (zidx = 0; zidx < zt->geom.nr_zones; zidx++) {
+		struct p2z_zone *z = &zt->zones[zidx];
+
+		fail = NULL;
+		pthread_mutex_lock(&z->lock);
+		pp = &z->seq_parked;
+		while (*pp) {
+			struct p2z_zone_wr *wr = *pp;
+
+			if (!all && now < wr->deadline_ms) {
+				pp = &wr->next;
+				continue;
+			}
+			wr = __p2z_zone_seq_unpark(zt, z, pp);
+			wr->ret = all ? -EIO : -EINVAL;
+			wr->next = fail;
+			fail = wr;
+			n++;
+		}
+		pthread_mutex_unlock(&z->lock);
+		p2z_zone_seq_fail_list(fail);
+	}
+	return n;
+}
+
+unsigned int p2z_zone_seq_parked(struct p2z_zone_table *zt)
+{
+	return atomic_load(&zt->priv->nr_parked);
 }

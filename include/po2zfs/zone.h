@@ -409,6 +409,77 @@ ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
 		       unsigned int flags);
 
 /**
+ * struct p2z_zone_wr - an asynchronous write of a zone (p2z_zone_write_async())
+ * @zidx: zone index
+ * @buf: source, as p2z_zone_write()'s; valid until @done runs, or made so by
+ *	 @hold
+ * @len: bytes
+ * @ofs: offset in the zone
+ * @append: O_APPEND
+ * @flags: 0 or P2Z_IO_FUA
+ * @hold: NULL, or called once if the write is parked behind a predecessor,
+ *	  with the zone's lock held: make @buf valid until @done (copy it);
+ *	  0, or -errno to fail the write with it instead. It must not call
+ *	  into the zone table.
+ * @done: called exactly once with what p2z_zone_write() would return; it
+ *	  may free @wr. See p2z_zone_write_async() for which thread.
+ * @next: private to the sequencer
+ * @gen: private to the sequencer
+ * @deadline_ms: private to the sequencer
+ * @ret: private to the sequencer
+ */
+struct p2z_zone_wr {
+	uint64_t zidx;
+	const void *buf;
+	size_t len;
+	uint64_t ofs;
+	bool append;
+	unsigned int flags;
+	int (*hold)(struct p2z_zone_wr *wr);
+	void (*done)(struct p2z_zone_wr *wr, ssize_t ret);
+	struct p2z_zone_wr *next;
+	uint64_t gen;
+	uint64_t deadline_ms;
+	ssize_t ret;
+};
+
+/**
+ * p2z_zone_write_async() - write to a zone without waiting for a predecessor
+ * @zt: table
+ * @wr: the write; its @done runs exactly once
+ *
+ * The non-blocking form of p2z_zone_write(), same checks and results. A
+ * sequential zone's write at its turn is written by the calling thread,
+ * which runs @wr->done before this returns. A write ahead of the zone's
+ * expected offset (or arriving while a write is in flight, or during a
+ * reset or finish) is parked instead (@wr->hold runs) and this returns
+ * at once: the thread that writes its predecessor then writes it and runs
+ * its @done; a failed predecessor or a reset/finish runs it with -EIO; a
+ * parked write still ahead after @zt->opts.hold_ms gets -EINVAL from
+ * p2z_zone_seq_expire(). Conventional zones are written synchronously.
+ */
+void p2z_zone_write_async(struct p2z_zone_table *zt, struct p2z_zone_wr *wr);
+
+/**
+ * p2z_zone_seq_expire() - fail the parked writes whose hold bound passed
+ * @zt: table
+ * @all: fail every parked write (-EIO), for the end of a session
+ *
+ * Cheap when nothing is parked (one atomic load); call it periodically.
+ *
+ * Return: the writes failed (their @done ran).
+ */
+unsigned int p2z_zone_seq_expire(struct p2z_zone_table *zt, bool all);
+
+/**
+ * p2z_zone_seq_parked() - writes parked in the whole table now
+ * @zt: table
+ *
+ * Return: their number.
+ */
+unsigned int p2z_zone_seq_parked(struct p2z_zone_table *zt);
+
+/**
  * p2z_zone_seq_waiting() - writes of a zone waiting for their turn
  * @zt: table
  * @zidx: zone index

@@ -302,6 +302,191 @@ START_TEST(test_seq_interleaved)
 }
 END_TEST
 
+/* The non-blocking form (p2z_zone_write_async()). */
+struct awr {
+	struct p2z_zone_wr wr;
+	void *own; /* the copy hold() made */
+	ssize_t ret;
+	unsigned int done; /* times done() ran */
+	unsigned int order; /* 1 + its rank among the completions */
+	bool held;
+};
+
+static unsigned int awr_seq;
+
+static int awr_hold(struct p2z_zone_wr *wr)
+{
+	struct awr *a = (struct awr *)wr;
+
+	a->held = true;
+	a->own = buf_alloc(wr->len);
+	memcpy(a->own, wr->buf, wr->len);
+	wr->buf = a->own;
+	return 0;
+}
+
+static void awr_done(struct p2z_zone_wr *wr, ssize_t ret)
+{
+	struct awr *a = (struct awr *)wr;
+
+	a->ret = ret;
+	a->done++;
+	a->order = ++awr_seq;
+	free(a->own);
+	a->own = NULL;
+}
+
+/*
+ * Submit the pattern at ofs from a buffer that is scribbled over and freed
+ * once p2z_zone_write_async() returned: a parked write must use its copy.
+ */
+static void awr_submit(struct awr *a, uint64_t zidx, uint64_t ofs, size_t len,
+		       bool append)
+{
+	void *buf = buf_alloc(len);
+
+	memset(a, 0, sizeof(*a));
+	fill(buf, len, zidx, ofs);
+	a->wr.zidx = zidx;
+	a->wr.buf = buf;
+	a->wr.len = len;
+	a->wr.ofs = ofs;
+	a->wr.append = append;
+	a->wr.hold = awr_hold;
+	a->wr.done = awr_done;
+	p2z_zone_write_async(fx.zt, &a->wr);
+	memset(buf, 0xee, len);
+	free(buf);
+}
+
+/* Out of order: parked, then written in offset order by the third. */
+START_TEST(test_aseq_out_of_order)
+{
+	struct awr a[4];
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	awr_seq = 0;
+	z = seq_zone(0);
+	l = lba();
+	awr_submit(&a[2], z, 2 * l, l, false);
+	awr_submit(&a[1], z, l, l, false);
+	ck_assert_uint_eq(a[2].done + a[1].done, 0);
+	ck_assert(a[2].held && a[1].held);
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, z), 2);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 2);
+	ck_assert_uint_eq(dev_wp(z), 0);
+	awr_submit(&a[0], z, 0, l, false);
+	ck_assert(!a[0].held);
+	ck_assert_uint_eq(a[0].done + a[1].done + a[2].done, 3);
+	ck_assert_int_eq(a[0].ret, l);
+	ck_assert_int_eq(a[1].ret, l);
+	ck_assert_int_eq(a[2].ret, l);
+	ck_assert_uint_eq(a[0].order, 1);
+	ck_assert_uint_eq(a[1].order, 2);
+	ck_assert_uint_eq(a[2].order, 3);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 0);
+	ck_assert_uint_eq(dev_wp(z), 3 * l);
+	check_zone_data(z, 3 * l);
+	/* behind: EINVAL at once; an append goes at the write pointer */
+	awr_submit(&a[3], z, l, l, false);
+	ck_assert_uint_eq(a[3].done, 1);
+	ck_assert_int_eq(a[3].ret, -EINVAL);
+	awr_submit(&a[3], z, 3 * l, l, true);
+	ck_assert_int_eq(a[3].ret, l);
+	ck_assert_uint_eq(dev_wp(z), 4 * l);
+	check_zone_data(z, 4 * l);
+}
+END_TEST
+
+/* A parked write whose predecessor never comes: EINVAL once expired. */
+START_TEST(test_aseq_missing_predecessor)
+{
+	struct awr a;
+	uint64_t z, l, t0;
+	unsigned int n = 0;
+
+	seq_setup(_i, 200);
+	z = seq_zone(0);
+	l = lba();
+	t0 = now_ms();
+	awr_submit(&a, z, l, l, false);
+	ck_assert_uint_eq(a.done, 0);
+	/* polled, bounded: the deadline is what is under test */
+	while (!n && now_ms() - t0 < 10000) {
+		n = p2z_zone_seq_expire(fx.zt, false);
+		if (!n)
+			sched_yield();
+	}
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_ge(now_ms() - t0, 200);
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, -EINVAL);
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, z), 0);
+	ck_assert_uint_eq(dev_wp(z), 0);
+	ck_assert_int_eq(put(z, 0, l), l);
+	check_zone_data(z, l);
+}
+END_TEST
+
+/* The predecessor (a blocking write) fails: the parked one gets EIO. */
+START_TEST(test_aseq_error_in_middle)
+{
+	struct awr a;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	awr_submit(&a, z, 2 * l, l, false);
+	ck_assert_uint_eq(a.done, 0);
+	ck_assert_int_eq(
+		p2z_emu_set_fault(fx.path, z, P2Z_EMU_FAULT_FAIL_NEXT_IO), 0);
+	ck_assert_int_eq(put(z, l, l), -EIO);
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, -EIO);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 0);
+	ck_assert_uint_eq(dev_wp(z), l);
+	check_zone_data(z, l);
+	/* errors=repair: it goes on, a parked write kicked by a blocking one */
+	awr_submit(&a, z, 2 * l, l, false);
+	ck_assert_uint_eq(a.done, 0);
+	ck_assert_int_eq(put(z, l, l), l);
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, l);
+	ck_assert_uint_eq(dev_wp(z), 3 * l);
+	check_zone_data(z, 3 * l);
+}
+END_TEST
+
+/* A reset with parked writes: they get EIO, the zone is empty. */
+START_TEST(test_aseq_reset_parked)
+{
+	struct awr a, b;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	awr_submit(&a, z, 2 * l, l, false);
+	awr_submit(&b, z, 3 * l, l, false);
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, z), 2);
+	ck_assert_int_eq(zone_reset(z), 0);
+	ck_assert_uint_eq(a.done + b.done, 2);
+	ck_assert_int_eq(a.ret, -EIO);
+	ck_assert_int_eq(b.ret, -EIO);
+	ck_assert_uint_eq(p2z_zone_seq_waiting(fx.zt, z), 0);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 0);
+	ck_assert_uint_eq(dev_wp(z), 0);
+	ck_assert_uint_eq(size_of(z), 0);
+	awr_submit(&a, z, 0, l, false);
+	ck_assert_int_eq(a.ret, l);
+	check_zone_data(z, l);
+}
+END_TEST
+
 static Suite *zone_seq_suite(void)
 {
 	Suite *s = suite_create("zone_seq");
@@ -313,6 +498,10 @@ static Suite *zone_seq_suite(void)
 	tcase_add_loop_test(tc, test_seq_error_in_middle, 0, 2);
 	tcase_add_loop_test(tc, test_seq_reset_held, 0, 2);
 	tcase_add_loop_test(tc, test_seq_interleaved, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_out_of_order, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_missing_predecessor, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_error_in_middle, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_reset_parked, 0, 2);
 	tcase_add_test(tc, test_read_async_reset);
 	return s;
 }
