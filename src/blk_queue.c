@@ -220,6 +220,18 @@ static void *p2z_blk_queue_thread(void *arg)
 	int ret;
 
 	ret = p2z_dev_queue_open(blk->dev, blk->depth, &q->dq);
+	/*
+	 * The device queue holds /dev/ublkcN: released, and START_USER_RECOVERY
+	 * possible, only after the queue's last device command completed, even
+	 * if this process is killed (src/README.md, "ublk user recovery").
+	 */
+	if (!ret) {
+		ret = p2z_dev_queue_hold_fd(q->dq, blk->cdev_fd);
+		if (ret) {
+			p2z_dev_queue_close(q->dq);
+			q->dq = NULL;
+		}
+	}
 	if (ret) {
 		p2z_log(LOG_ERR, "queue %u: device queue: %s", q->qid,
 			strerror(-ret));

@@ -958,6 +958,7 @@ const struct p2z_dev_ops p2z_dev_emu_ops = {
 	.queue_exit = p2z_emu_queue_exit,
 	.submit = p2z_emu_submit,
 	.reap = p2z_emu_reap,
+	.queue_hold_fd = p2z_emu_queue_hold_fd,
 	.fua = true,
 };
 

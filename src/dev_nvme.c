@@ -382,6 +382,12 @@ static void p2z_nvme_queue_exit(struct p2z_dev *dev, void *bq)
 	p2z_ring_queue_close(bq);
 }
 
+static int p2z_nvme_queue_hold_fd(struct p2z_dev *dev, void *bq, int fd)
+{
+	(void)dev;
+	return p2z_ring_queue_hold_fd(bq, fd);
+}
+
 /* The command of one piece, or -errno for a piece the device never sees. */
 static int p2z_nvme_io_cmd(struct p2z_nvme *nv, const struct p2z_io *io,
 			   struct p2z_nvme_cmd *c)
@@ -738,4 +744,5 @@ const struct p2z_dev_ops p2z_dev_nvme_ops = {
 	.queue_exit = p2z_nvme_queue_exit,
 	.submit = p2z_nvme_submit,
 	.reap = p2z_nvme_reap,
+	.queue_hold_fd = p2z_nvme_queue_hold_fd,
 };

@@ -14,6 +14,7 @@
  * queue owner's: no locks.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,6 +62,8 @@ struct p2z_piece {
  * @done_tail: see @done
  * @inflight: ios submitted whose end_io has not run
  * @in_reap: p2z_dev_queue_reap() runs: no need to signal @efd
+ * @held: p2z_dev_queue_hold_fd() was called
+ * @held_fd: the duplicate held for a queue without a ring of its own, or -1
  */
 struct p2z_dev_queue {
 	struct p2z_dev *dev;
@@ -75,6 +78,8 @@ struct p2z_dev_queue {
 	struct p2z_io *done_tail;
 	unsigned int inflight;
 	bool in_reap;
+	bool held;
+	int held_fd;
 };
 
 static void p2z_q_signal(struct p2z_dev_queue *q)
@@ -720,6 +725,7 @@ int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
 		q->pieces[i].next_free = q->free;
 		q->free = &q->pieces[i];
 	}
+	q->held_fd = -1;
 	q->dev = dev;
 	q->aops = dev->ops->submit ? dev->ops : &p2z_pool_ops;
 	ret = q->aops->queue_init(dev, depth, q->efd, &q->bq);
@@ -747,7 +753,27 @@ void p2z_dev_queue_close(struct p2z_dev_queue *q)
 	while (q->inflight)
 		p2z_dev_queue_reap(q, q->inflight);
 	q->aops->queue_exit(q->dev, q->bq);
+	if (q->held_fd >= 0)
+		close(q->held_fd);
 	close(q->efd);
 	free(q->pieces);
 	free(q);
+}
+
+int p2z_dev_queue_hold_fd(struct p2z_dev_queue *q, int fd)
+{
+	int ret;
+
+	if (!q || fd < 0)
+		return -EINVAL;
+	if (q->held)
+		return -EBUSY;
+	if (q->aops->queue_hold_fd) {
+		ret = q->aops->queue_hold_fd(q->dev, q->bq, fd);
+	} else {
+		q->held_fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+		ret = q->held_fd < 0 ? -errno : 0;
+	}
+	q->held = !ret;
+	return ret;
 }

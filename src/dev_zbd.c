@@ -521,6 +521,12 @@ static void p2z_zbd_queue_exit(struct p2z_dev *dev, void *bq)
 	p2z_ring_queue_close(bq);
 }
 
+static int p2z_zbd_queue_hold_fd(struct p2z_dev *dev, void *bq, int fd)
+{
+	(void)dev;
+	return p2z_ring_queue_hold_fd(bq, fd);
+}
+
 /* A piece done here, synchronously: 1 tells the queue it is done. */
 static int p2z_zbd_sync_piece(struct p2z_dev *dev, struct p2z_io *io)
 {
@@ -863,4 +869,5 @@ const struct p2z_dev_ops p2z_dev_zbd_ops = {
 	.queue_exit = p2z_zbd_queue_exit,
 	.submit = p2z_zbd_submit,
 	.reap = p2z_zbd_reap,
+	.queue_hold_fd = p2z_zbd_queue_hold_fd,
 };

@@ -58,6 +58,15 @@ void p2z_emu_queue_exit(struct p2z_dev *dev, void *bq)
 	free(eq);
 }
 
+/* Writes run in the queue's thread; the ring holds @fd for its reads. */
+int p2z_emu_queue_hold_fd(struct p2z_dev *dev, void *bq, int fd)
+{
+	struct p2z_emu_q *eq = bq;
+
+	(void)dev;
+	return p2z_ring_queue_hold_fd(eq->ring, fd);
+}
+
 /* A piece done here, synchronously: 1 tells the queue it is done. */
 static int p2z_emu_sync_piece(struct p2z_dev *dev, struct p2z_io *io)
 {

@@ -508,5 +508,6 @@ int p2z_emu_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
 void p2z_emu_queue_exit(struct p2z_dev *dev, void *bq);
 int p2z_emu_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io);
 int p2z_emu_reap(struct p2z_dev *dev, void *bq, bool wait);
+int p2z_emu_queue_hold_fd(struct p2z_dev *dev, void *bq, int fd);
 
 #endif /* PO2ZFS_EMU_PRIV_H */

@@ -272,6 +272,18 @@ int p2z_ring_queue_reap(struct io_uring *ring, bool wait, const char *name,
 	}
 }
 
+int p2z_ring_queue_hold_fd(struct io_uring *ring, int fd)
+{
+	/*
+	 * The kernel puts a ring's fixed files in io_ring_ctx_free(), which
+	 * its exit work (io_ring_exit_work()) reaches only once every
+	 * request on the ring completed, even after the process was killed.
+	 */
+	int ret = io_uring_register_files(ring, &fd, 1);
+
+	return ret < 0 ? ret : 0;
+}
+
 void p2z_ring_queue_close(struct io_uring *ring)
 {
 	io_uring_queue_exit(ring);

@@ -172,6 +172,16 @@ int p2z_ring_queue_reap(struct io_uring *ring, bool wait, const char *name,
 			void *arg);
 
 /**
+ * p2z_ring_queue_hold_fd() - the ring holds @fd's open file until it is
+ *			      freed (after its last command completed)
+ * @ring: a queue's ring
+ * @fd: the file (registered as the ring's only fixed file)
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_ring_queue_hold_fd(struct io_uring *ring, int fd);
+
+/**
  * p2z_ring_queue_close() - undo p2z_ring_queue_open()
  * @ring: the ring
  */

@@ -258,6 +258,10 @@ struct p2z_io {
  *	  append, io->lba, then call io->end_io() (which may @submit again);
  *	  with @wait, block until at least one completed. Return the number
  *	  completed or -errno
+ * @queue_hold_fd: optional: make the queue's own kernel object (its ring)
+ *		   hold a reference to the open file @fd until that object is
+ *		   gone, however the process ends (see p2z_dev_queue_hold_fd());
+ *		   0 or -errno
  */
 struct p2z_dev_ops {
 	const char *name;
@@ -283,6 +287,7 @@ struct p2z_dev_ops {
 	void (*queue_exit)(struct p2z_dev *dev, void *bq);
 	int (*submit)(struct p2z_dev *dev, void *bq, struct p2z_io *io);
 	int (*reap)(struct p2z_dev *dev, void *bq, bool wait);
+	int (*queue_hold_fd)(struct p2z_dev *dev, void *bq, int fd);
 };
 
 /**
@@ -444,6 +449,27 @@ int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
  * Waits for every io in flight and runs its end_io (exactly once each).
  */
 void p2z_dev_queue_close(struct p2z_dev_queue *q);
+
+/**
+ * p2z_dev_queue_hold_fd() - keep a file open as long as the queue's
+ *			     commands can run
+ * @q: queue
+ * @fd: an open file; the caller may close its own descriptor afterwards
+ *
+ * The queue takes its own reference to @fd's open file and drops it only
+ * when its commands are over: a queue on an io_uring ring registers @fd
+ * as a fixed file of that ring, so the kernel drops the reference when it
+ * frees the ring, which it does only after every command submitted on it
+ * completed, also when the process was killed (the ring's exit work runs
+ * after the process is gone). A queue served by threads (the worker pool,
+ * or a backend without a ring) holds a duplicate of @fd, closed by
+ * p2z_dev_queue_close() or with the process's files, which the kernel
+ * closes only after every thread of the process left its system call.
+ * One file per queue.
+ *
+ * Return: 0, -EBUSY (the queue holds one already), or -errno.
+ */
+int p2z_dev_queue_hold_fd(struct p2z_dev_queue *q, int fd);
 
 /**
  * p2z_dev_submit() - start an asynchronous read, write, append or flush

@@ -11,10 +11,12 @@
 #include <check.h>
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "p2z_check.h"
 #include "po2zfs/dev.h"
@@ -1090,6 +1092,57 @@ START_TEST(test_emu_native_volatile_cache)
 }
 END_TEST
 
+/*
+ * p2z_dev_queue_hold_fd(): the queue keeps a pipe's write end open after
+ * the caller closed its own descriptor, until p2z_dev_queue_close() (the
+ * read end sees EOF only then; a ring is freed by the kernel's exit work,
+ * so the EOF may come a little after the close: poll waits for it). This
+ * is what keeps po2zfs-blk's /dev/ublkcN open until a killed server's
+ * device commands are over.
+ */
+static void hold_fd_round(struct p2z_dev *dev)
+{
+	struct p2z_dev_queue *q = qopen(dev, 4);
+	struct pollfd pfd = { .events = POLLIN };
+	int p[2];
+	char c;
+
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pfd.fd = p[0];
+	ck_assert_int_eq(p2z_dev_queue_hold_fd(q, -1), -EINVAL);
+	ck_assert_int_eq(p2z_dev_queue_hold_fd(q, p[1]), 0);
+	ck_assert_int_eq(p2z_dev_queue_hold_fd(q, p[1]), -EBUSY);
+	ck_assert_int_eq(close(p[1]), 0);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	p2z_dev_queue_close(q);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert(pfd.revents & POLLHUP);
+	ck_assert_int_eq(read(p[0], &c, 1), 0);
+	ck_assert_int_eq(close(p[0]), 0);
+}
+
+START_TEST(test_queue_hold_fd_ring)
+{
+	struct p2z_dev *dev = emu_dev(0);
+
+	ck_assert_ptr_nonnull(dev->ops->queue_hold_fd);
+	hold_fd_round(dev);
+	p2z_dev_close(dev);
+}
+END_TEST
+
+START_TEST(test_queue_hold_fd_pool)
+{
+	struct p2z_dev *dev = emu_dev(0);
+	struct p2z_dev_ops refusing = *dev->ops;
+
+	refusing.queue_init = refuse_queue_init;
+	dev->ops = &refusing;
+	hold_fd_round(dev);
+	p2z_dev_close(dev);
+}
+END_TEST
+
 static Suite *async_suite(void)
 {
 	Suite *s = suite_create("async");
@@ -1117,6 +1170,8 @@ static Suite *async_suite(void)
 	tcase_add_test(tc, test_emu_native_ring);
 	tcase_add_test(tc, test_emu_native_ring_direct);
 	tcase_add_test(tc, test_emu_native_volatile_cache);
+	tcase_add_test(tc, test_queue_hold_fd_ring);
+	tcase_add_test(tc, test_queue_hold_fd_pool);
 	suite_add_tcase(s, tc);
 	return s;
 }

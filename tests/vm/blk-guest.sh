@@ -396,6 +396,27 @@ check_bench_depth() { # cfg dev
 # The server's own count of requests in flight at once, as it logs it at
 # stop: after one QD16 random reader, more than P2Z_BLK_MAX_QUEUES (4),
 # the most a server serving each queue's tags one after the other holds.
+# Each queue's device ring holds /dev/ublkc0 as a registered file (the
+# ring's fdinfo lists it), so the kernel releases the char device, and a
+# recover can start, only after the ring's last device command completed
+# (src/README.md "ublk user recovery"). The ublk rings register nothing:
+# one ring per queue lists ublkc0.
+check_ring_holds() { # pid
+	local fd n=0 nq
+
+	nq=$(find /sys/block/ublkb0/mq -mindepth 1 -maxdepth 1 | wc -l)
+	for fd in /proc/"$1"/fd/*; do
+		[ "$(readlink "$fd")" = "anon_inode:[io_uring]" ] || continue
+		grep -Eq '^ *[0-9]+: ublkc0$' "/proc/$1/fdinfo/${fd##*/}" &&
+			n=$((n + 1))
+	done
+	if [ "$n" -ge 1 ] && [ "$n" = "$nq" ]; then
+		result ublk ring-holds-cdev PASS "$n rings of $nq queues hold ublkc0"
+	else
+		result ublk ring-holds-cdev FAIL "$n rings hold ublkc0, $nq queues: $(cat /proc/"$1"/fdinfo/* 2>/dev/null | grep -E 'UserFiles|ublkc' | tr '\n' '|')"
+	fi
+}
+
 check_inflight() { # ng
 	local r why='' n log=/tmp/addq.out
 
@@ -403,6 +424,7 @@ check_inflight() { # ng
 		result ublk inflight FAIL "add -f: no /dev/ublkb0: $(cat $log)"
 		return
 	fi
+	check_ring_holds "$PID"
 	blkzone reset -o $((8 * Z / 512)) -c 1 /dev/ublkb0
 	head -c $((16 * M)) /dev/urandom >/tmp/if16
 	dd if=/tmp/if16 of=/dev/ublkb0 bs=1M seek=$((8 * Z / M)) oflag=direct \
