@@ -46,6 +46,7 @@ NZ=16
 SB=/p2z/zonefs-sb.bin
 P2Z_BLK_OLD=0 # 1: a kernel without zoned ublk devices (blk.sh's 6.1 boot)
 P2Z_RECOVER_CYCLES=3 # ublk/recover's kills (vm.conf: blk.sh passes it on)
+P2Z_BLK_ONLY='' # names of the ublk checks to run after the add, or all
 # shellcheck source=/dev/null
 . /p2z/vm.conf
 # shellcheck source=guest-lib.sh
@@ -522,7 +523,9 @@ fi
 
 # ---- reference: the po2 namespace's own block device ----
 
-if [ -b "/dev/${DISK[3]:-none}" ] && [ -c "${NG[3]:-none}" ]; then
+if [ -n "$P2Z_BLK_ONLY" ]; then
+	echo "P2Z-VM P2Z_BLK_ONLY: the reference checks not run"
+elif [ -b "/dev/${DISK[3]:-none}" ] && [ -c "${NG[3]:-none}" ]; then
 	run_checks ref "/dev/${DISK[3]}" "${NG[3]}" $Z
 	check_bench_raw ref "${NG[3]}" $Z
 else
@@ -818,6 +821,30 @@ check_recover() { # ng
 	result_why ublk recover "${why# }${why:+: $sum}" "$sum; refusals: live, other device"
 }
 
+# P2Z_BLK_ONLY (blk.sh passes it on): after the add, delete the device
+# and run only the checks named there (their result names: recover,
+# recover-btrfs, ...), in that order; an unknown name FAILs.
+run_only() { # ng
+	local ng=$1 c
+
+	po2zfs-blk del 0 >/dev/null 2>&1 </dev/null
+	wait_node /dev/ublkb0 0 || result ublk only FAIL "del 0: /dev/ublkb0 left"
+	for c in $P2Z_BLK_ONLY; do
+		case $c in
+		sigterm) check_sigterm "$ng" ;;
+		inflight) check_inflight "$ng" ;;
+		sigterm-mounted) check_sigterm_mounted "$ng" ;;
+		del-force) check_del_force "$ng" ;;
+		del-force-mounted) check_del_force_mounted "$ng" ;;
+		recover) check_recover "$ng" ;;
+		power-cut) check_power_cut --volatile-cache sync ;;
+		power-cut-zonefs) check_power_cut_zonefs --volatile-cache ;;
+		bench-raw) check_bench_raw ublk "$ng" $((96 * M)) ;;
+		*) result ublk "$c" FAIL "P2Z_BLK_ONLY: no such check" ;;
+		esac
+	done
+}
+
 run_ublk() {
 	local ng=${NG[1]:-} out r pid
 
@@ -841,6 +868,10 @@ run_ublk() {
 	fi
 	result ublk add PASS "po2zfs-blk add $ng: $out"
 	echo "P2Z-VM po2zfs-blk list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
+	if [ -n "$P2Z_BLK_ONLY" ]; then
+		run_only "$ng"
+		return
+	fi
 	run_checks ublk /dev/ublkb0 "$ng" $((96 * M))
 	check_add_again "$ng"
 	check_del_mounted /dev/ublkb0

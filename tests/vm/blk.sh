@@ -27,6 +27,9 @@
 #   P2Z_VM_TIMEOUT  seconds for the guest (default 900)
 #   P2Z_RECOVER_CYCLES  server kills and recoveries of ublk/recover
 #                   (default 3; the long run: 20)
+#   P2Z_BLK_ONLY    space-separated ublk check names (recover
+#                   recover-btrfs ...): the 6.12 guest runs only the add
+#                   and these, no reference checks (default: all)
 #
 # Exit: 0 all passed, 1 something failed, 77 QEMU cannot run here or the
 # build has no po2zfs-blk (the reason is printed; the reference checks
@@ -137,6 +140,7 @@ main() {
 	{
 		echo "P2Z_VM_NNS=3"
 		echo "P2Z_RECOVER_CYCLES=${P2Z_RECOVER_CYCLES:-3}"
+		printf 'P2Z_BLK_ONLY=%q\n' "${P2Z_BLK_ONLY:-}"
 	} >"$root/p2z/vm.conf"
 	vm_pack "$root" "$work/base.cpio" || die "initramfs did not build"
 
