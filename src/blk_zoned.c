@@ -729,12 +729,39 @@ static void p2z_blk_flush_end_io(struct p2z_io *io)
 }
 
 /*
+ * An emu image's volatile write cache is the server's memory (emu_cache.c):
+ * it died with the dead server, and what that server acknowledged since
+ * its last flush may be gone while the kernel and a filesystem above
+ * believe it written. A recovered server cannot make those writes
+ * durable, so every flush fails (EIO), as after a power cut of the cache:
+ * no fsync returns for data the device lost (a filesystem's commit fails
+ * and it stops writing). Logged once.
+ */
+static bool p2z_blk_cache_died(struct p2z_blk *blk)
+{
+	static bool logged;
+
+	if (!blk->wp_rec || !blk->dev->info.volatile_cache ||
+	    strcmp(blk->dev->ops->name, "emu"))
+		return false;
+	if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+		p2z_log(LOG_WARNING,
+			"recovery: %s: its volatile write cache died with the"
+			" server: every flush fails (EIO); del and add it"
+			" again",
+			blk->dev->path);
+	return true;
+}
+
+/*
  * A flush makes the writes acknowledged before it durable: those completed
  * on the device already (a tag commits after its write completes); writes
  * still in flight are not acknowledged, so the flush need not wait for them.
  */
 static void p2z_blk_flush(struct p2z_blk_tag *t)
 {
+	if (p2z_blk_cache_died(t->q->blk))
+		return p2z_blk_done(t, -EIO, 0);
 	memset(&t->io, 0, sizeof(t->io));
 	t->io.op = P2Z_IO_FLUSH;
 	t->io.end_io = p2z_blk_flush_end_io;
