@@ -405,7 +405,9 @@ struct p2z_blk_slot {
  * done; sent and the write pointer moved by nothing unaccounted -> it did
  * not land: send; moved by exactly its length and nothing else could have
  * -> compare at the write pointer it was sent at, done; anything else
- * fails.
+ * fails. The server decides a SUBMITTED slot with p2z_blk_reissue_place()
+ * instead, which also places appends sent while others of the zone were in
+ * flight.
  *
  * Return: enum p2z_blk_reissue (never REST).
  */

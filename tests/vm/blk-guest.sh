@@ -1327,8 +1327,9 @@ add_rec() { # ng-or-image log
 	return 1
 }
 
-# SIGKILL the server of /dev/ublkb0 (PID) at a random moment $1 times;
-# each time note the device's requests
+# SIGKILL the server of /dev/ublkb0 (PID) $1 times, each at a random
+# moment, delayed to the next with writes in flight; each time note the
+# device's requests
 # in flight (/sys/block/ublkb0/inflight, reads/writes, just before the
 # kill), wait until the kernel quiesced it, then po2zfs-blk recover -f 0 in
 # the background (log $2.C, PID its process) until the device is alive.
@@ -1336,16 +1337,22 @@ add_rec() { # ng-or-image log
 # done), KR_INFLIGHT (r/w per cycle) and KR_WHY (empty if all went well).
 KR_DONE=0 KR_INFLIGHT='' KR_WHY=''
 kill_recover() { # cycles log-prefix [pid]
-	local c f
+	local c f rd wr
 
 	KR_DONE=0 KR_INFLIGHT='' KR_WHY=''
 	for c in $(seq "$1"); do
 		sleep "0.$((RANDOM % 9 + 1))" # a random moment, not a wait
 		[ -z "${3:-}" ] || kill -0 "$3" 2>/dev/null || break
-		read -r f < <(tr -s ' ' / </sys/block/ublkb0/inflight)
+		# then the first moment with writes in flight, if one comes
+		# within 4000 looks (seconds in the TCG guest)
+		for f in $(seq 4000); do
+			read -r rd wr </sys/block/ublkb0/inflight
+			[ "$wr" = 0 ] || break
+		done
+		f="$rd/$wr"
 		kill -KILL "$PID" 2>/dev/null
 		wait "$PID" 2>/dev/null
-		KR_INFLIGHT="$KR_INFLIGHT ${f#/}"
+		KR_INFLIGHT="$KR_INFLIGHT $f"
 		if ! wait_state quiesced; then
 			KR_WHY="$KR_WHY cycle$c-not-quiesced($(po2zfs-blk list 2>&1))"
 			return 1
