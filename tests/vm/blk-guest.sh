@@ -1428,9 +1428,11 @@ rb_run() { # check-name strict|volatile log-prefix
 		rb_writer $m/w$w /tmp/rb-sums.$w &
 		wpids="$wpids $!"
 	done
-	# the first kill once both writers have something acknowledged
-	for w in $(seq 600); do
-		[ -s /tmp/rb-sums.0 ] && [ -s /tmp/rb-sums.1 ] && break
+	# the first kill once every writer has something acknowledged (up
+	# to 2 min: a loaded TCG host)
+	for w in $(seq 2400); do
+		[ -s /tmp/rb-sums.0 ] && [ -s /tmp/rb-sums.1 ] &&
+			[ -s /tmp/rb-sums.2 ] && break
 		sleep 0.05
 	done
 	kill_recover "${P2Z_RECOVER_CYCLES:-3}" "$3" || why="$why$KR_WHY"
