@@ -323,6 +323,44 @@ enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
 	return P2Z_BLK_REISSUE_FAIL;
 }
 
+static bool p2z_blk_range_busy(uint64_t lba, uint64_t len,
+			       const struct p2z_blk_range *busy, size_t nr_busy)
+{
+	size_t i;
+
+	for (i = 0; i < nr_busy; i++)
+		if (lba < busy[i].lba + busy[i].len && busy[i].lba < lba + len)
+			return true;
+	return false;
+}
+
+enum p2z_blk_reissue
+p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
+		      const struct p2z_blk_range *busy, size_t nr_busy,
+		      int (*match)(void *ctx, uint64_t lba), void *ctx,
+		      uint64_t *at)
+{
+	unsigned int found = 0;
+	uint64_t p;
+	int r;
+
+	if (wp < slot->wp_submit || !slot->len)
+		return P2Z_BLK_REISSUE_FAIL;
+	for (p = slot->wp_submit; p + slot->len <= wp; p++) {
+		if (p2z_blk_range_busy(p, slot->len, busy, nr_busy))
+			continue;
+		r = match(ctx, p);
+		if (r < 0)
+			return P2Z_BLK_REISSUE_FAIL;
+		if (!r)
+			continue;
+		if (found++)
+			return P2Z_BLK_REISSUE_FAIL; /* ambiguous */
+		*at = p;
+	}
+	return found ? P2Z_BLK_REISSUE_DONE : P2Z_BLK_REISSUE_SEND;
+}
+
 static uint32_t p2z_blk_crc_table[256];
 
 static void p2z_blk_crc_init(void)

@@ -17,6 +17,7 @@
  */
 #include <errno.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -462,6 +463,82 @@ static long p2z_blk_old_slot(struct p2z_blk *blk, uint64_t zidx, uint32_t len,
 	return found;
 }
 
+/* Serialises the placing of the dead server's appends (their landings) */
+static pthread_mutex_t p2z_blk_place_lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* p2z_blk_reissue_place()'s compare: the zone's bytes read at @base */
+struct p2z_blk_place_ctx {
+	const char *zone;
+	uint64_t base;
+	const char *data;
+	uint64_t bytes;
+	unsigned int sh;
+};
+
+static int p2z_blk_place_match(void *ctx, uint64_t lba)
+{
+	const struct p2z_blk_place_ctx *c = ctx;
+
+	return !memcmp(c->zone + ((lba - c->base) << c->sh), c->data, c->bytes);
+}
+
+/*
+ * A reissued append the dead server sent without a recorded landing
+ * (slot @i): its zone's bytes from where it was sent up to the recovered
+ * write pointer @wp are read once and p2z_blk_reissue_place() looks for
+ * its data there, outside the other landings known (recorded, or placed
+ * before: a placed slot becomes LANDED). Return: DONE (*@at), SEND, FAIL.
+ */
+static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
+						 uint64_t wp, const char *data,
+						 uint64_t len, uint64_t *at)
+{
+	struct p2z_blk_slot *m = &blk->old_slots[i];
+	size_t k, n = (size_t)blk->nr_queues * blk->depth, nb = 0;
+	struct p2z_blk_place_ctx c = { .base = m->wp_submit,
+				       .data = data,
+				       .bytes = len,
+				       .sh = blk->g.lba_shift };
+	enum p2z_blk_reissue r = P2Z_BLK_REISSUE_FAIL;
+	struct p2z_blk_range *busy = calloc(n, sizeof(*busy));
+	char *zone = NULL;
+	ssize_t got;
+
+	if (!busy)
+		return P2Z_BLK_REISSUE_FAIL;
+	pthread_mutex_lock(&p2z_blk_place_lock);
+	for (k = 0; k < n; k++) {
+		const struct p2z_blk_slot *s = &blk->old_slots[k];
+
+		if ((long)k != i && s->zidx == m->zidx &&
+		    s->state == P2Z_BLK_SLOT_LANDED)
+			busy[nb++] =
+				(struct p2z_blk_range){ s->landed, s->len };
+	}
+	if (wp >= m->wp_submit + m->len) {
+		c.zone = zone = malloc((wp - m->wp_submit) << c.sh);
+		if (!zone)
+			goto out;
+		got = p2z_dev_pread(
+			blk->dev, zone, (wp - m->wp_submit) << c.sh,
+			(p2z_geom_zone_start(&blk->g, m->zidx) + m->wp_submit)
+				<< c.sh);
+		if (got != (ssize_t)((wp - m->wp_submit) << c.sh))
+			goto out;
+	}
+	r = p2z_blk_reissue_place(m, wp, busy, nb, p2z_blk_place_match, &c, at);
+	if (r == P2Z_BLK_REISSUE_DONE) {
+		__atomic_store_n(&m->landed, *at, __ATOMIC_RELAXED);
+		__atomic_store_n(&m->state, P2Z_BLK_SLOT_LANDED,
+				 __ATOMIC_RELEASE);
+	}
+out:
+	pthread_mutex_unlock(&p2z_blk_place_lock);
+	free(zone);
+	free(busy);
+	return r;
+}
+
 /*
  * A zone append after a recovery: if the dead server had it (its slot),
  * p2z_blk_reissue_append() decides; landed -> committed here with its
@@ -481,8 +558,12 @@ static int p2z_blk_append_reissue(struct p2z_blk_tag *t, uint64_t len,
 			     &unknown);
 	if (i < 0)
 		return 0;
-	r = p2z_blk_reissue_append(&blk->old_slots[i], wp, moved, unknown, -1,
-				   &at);
+	if (blk->old_slots[i].state == P2Z_BLK_SLOT_SUBMITTED)
+		r = p2z_blk_append_place(blk, i, wp, p2z_blk_tag_buf(t), len,
+					 &at);
+	else
+		r = p2z_blk_reissue_append(&blk->old_slots[i], wp, moved,
+					   unknown, -1, &at);
 	if (r == P2Z_BLK_REISSUE_COMPARE) {
 		cmp = p2z_blk_compare(blk, t->zidx, at, p2z_blk_tag_buf(t),
 				      len);
@@ -648,12 +729,39 @@ static void p2z_blk_flush_end_io(struct p2z_io *io)
 }
 
 /*
+ * An emu image's volatile write cache is the server's memory (emu_cache.c):
+ * it died with the dead server, and what that server acknowledged since
+ * its last flush may be gone while the kernel and a filesystem above
+ * believe it written. A recovered server cannot make those writes
+ * durable, so every flush fails (EIO), as after a power cut of the cache:
+ * no fsync returns for data the device lost (a filesystem's commit fails
+ * and it stops writing). Logged once.
+ */
+static bool p2z_blk_cache_died(struct p2z_blk *blk)
+{
+	static bool logged;
+
+	if (!blk->wp_rec || !blk->dev->info.volatile_cache ||
+	    strcmp(blk->dev->ops->name, "emu"))
+		return false;
+	if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+		p2z_log(LOG_WARNING,
+			"recovery: %s: its volatile write cache died with the"
+			" server: every flush fails (EIO); del and add it"
+			" again",
+			blk->dev->path);
+	return true;
+}
+
+/*
  * A flush makes the writes acknowledged before it durable: those completed
  * on the device already (a tag commits after its write completes); writes
  * still in flight are not acknowledged, so the flush need not wait for them.
  */
 static void p2z_blk_flush(struct p2z_blk_tag *t)
 {
+	if (p2z_blk_cache_died(t->q->blk))
+		return p2z_blk_done(t, -EIO, 0);
 	memset(&t->io, 0, sizeof(t->io));
 	t->io.op = P2Z_IO_FLUSH;
 	t->io.end_io = p2z_blk_flush_end_io;

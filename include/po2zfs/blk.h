@@ -479,7 +479,9 @@ struct p2z_blk_slot {
  * done; sent and the write pointer moved by nothing unaccounted -> it did
  * not land: send; moved by exactly its length and nothing else could have
  * -> compare at the write pointer it was sent at, done; anything else
- * fails.
+ * fails. The server decides a SUBMITTED slot with p2z_blk_reissue_place()
+ * instead, which also places appends sent while others of the zone were in
+ * flight.
  *
  * Return: enum p2z_blk_reissue (never REST).
  */
@@ -488,6 +490,44 @@ enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
 					    uint64_t moved_by_others,
 					    unsigned int nr_unknown, int cmp,
 					    uint64_t *at);
+
+/**
+ * struct p2z_blk_range - LBAs [@lba, @lba + @len) of a zone
+ * @lba: first LBA, from the zone start
+ * @len: LBAs
+ */
+struct p2z_blk_range {
+	uint64_t lba;
+	uint64_t len;
+};
+
+/**
+ * p2z_blk_reissue_place() - where a sent zone append of the dead server
+ * landed, when its zone's write pointer moved past where it was sent
+ * @slot: its slot, SUBMITTED (sent, no landing recorded)
+ * @wp: the zone's write pointer on the device at the recovery
+ * @busy: ranges of the zone known to hold other appends (their recorded
+ *	  or already placed landings)
+ * @nr_busy: entries in @busy
+ * @match: 1 if the device's bytes at [lba, lba + @slot->len) equal the
+ *	   append's data, 0 if not, -errno if they could not be read
+ * @ctx: @match's first argument
+ * @at: result: the landing (DONE)
+ *
+ * The append landed, if at all, at some LBA p >= @slot->wp_submit with
+ * p + len <= @wp, outside @busy, and its bytes are there. Every such p
+ * is compared (@match): exactly one matches -> DONE at it; none -> it did
+ * not land (or only part of it did, and the kernel never had a completion
+ * for it): SEND; more than one (identical data), the write pointer before
+ * @slot->wp_submit (the zone went back) or a failed compare -> FAIL.
+ *
+ * Return: P2Z_BLK_REISSUE_DONE, _SEND or _FAIL.
+ */
+enum p2z_blk_reissue
+p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
+		      const struct p2z_blk_range *busy, size_t nr_busy,
+		      int (*match)(void *ctx, uint64_t lba), void *ctx,
+		      uint64_t *at);
 
 /**
  * p2z_blk_crc32c() - crc32c (Castagnoli) of @len bytes, continuing @crc

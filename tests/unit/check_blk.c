@@ -666,6 +666,112 @@ START_TEST(test_reissue_append_cases)
 }
 END_TEST
 
+/* a fake zone for p2z_blk_reissue_place: one byte per LBA */
+struct place_dev {
+	const char *zone; /* the device's LBAs */
+	const char *data; /* the append's, slot.len of them */
+	size_t len;
+	unsigned int calls;
+	int err_at; /* -1, or the LBA whose read fails */
+};
+
+static int place_match(void *ctx, uint64_t lba)
+{
+	struct place_dev *d = ctx;
+
+	d->calls++;
+	if (d->err_at >= 0 && lba == (uint64_t)d->err_at)
+		return -EIO;
+	return !memcmp(d->zone + lba, d->data, d->len);
+}
+
+static enum p2z_blk_reissue place(const char *zone, const char *data,
+				  uint64_t wp_submit, uint64_t wp,
+				  const struct p2z_blk_range *busy,
+				  size_t nr_busy, struct place_dev *d,
+				  uint64_t *at)
+{
+	struct p2z_blk_slot s = {
+		.state = P2Z_BLK_SLOT_SUBMITTED,
+		.len = (uint32_t)strlen(data),
+		.zidx = 2,
+		.wp_submit = wp_submit,
+	};
+
+	d->zone = zone;
+	d->data = data;
+	d->len = strlen(data);
+	d->calls = 0;
+	*at = 999;
+	return p2z_blk_reissue_place(&s, wp, busy, nr_busy, place_match, d, at);
+}
+
+/*
+ * Appends of one zone in flight at a kill (btrfs sends several): each
+ * found where its bytes are, a missing one sent, identical ones and a
+ * zone that went back failed. The old rule failed every one of these
+ * (another append of the zone was in flight).
+ */
+START_TEST(test_reissue_place_cases)
+{
+	struct place_dev d = { .err_at = -1 };
+	/* zone: xx written before, then appends B (3), A (2), C (1) landed */
+	const char *z = "xxBBBAAC";
+	struct p2z_blk_range busy[2] = { { 2, 3 } };
+	uint64_t at;
+
+	/* A, sent at wp 2, landed after B: found at 5 */
+	ck_assert_int_eq(place(z, "AA", 2, 8, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 5);
+	/* B and C too, each at its place */
+	ck_assert_int_eq(place(z, "BBB", 2, 8, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 2);
+	ck_assert_int_eq(place(z, "C", 2, 8, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 7);
+	/* D, sent at wp 2 too, is nowhere: it did not land, send it */
+	ck_assert_int_eq(place(z, "DD", 2, 8, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	ck_assert_uint_eq(at, 999);
+	/* every position from its wp_submit up to wp - len compared */
+	ck_assert_uint_eq(d.calls, 5);
+	/* a busy range (B recorded) is not compared */
+	ck_assert_int_eq(place(z, "DD", 2, 8, busy, 1, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	ck_assert_uint_eq(d.calls, 2);
+	/* ... and is not a candidate even where the bytes are equal */
+	ck_assert_int_eq(place(z, "BBB", 2, 8, busy, 1, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	/* nothing before its wp_submit is a candidate */
+	ck_assert_int_eq(place(z, "BBB", 3, 8, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	/* the write pointer did not move past it: no room, send */
+	ck_assert_int_eq(place(z, "AA", 2, 3, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	ck_assert_uint_eq(d.calls, 0);
+	/* only part of it there (the wp ends inside it): send */
+	ck_assert_int_eq(place(z, "AA", 2, 6, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	/* identical data at two places: ambiguous, fail */
+	ck_assert_int_eq(place("xxAAAA", "AA", 2, 6, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* ... unless one of them is another append's (busy) */
+	busy[0] = (struct p2z_blk_range){ 2, 2 };
+	ck_assert_int_eq(place("xxAAAA", "AA", 2, 6, busy, 1, &d, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 4);
+	/* the zone went back before where it was sent: fail */
+	ck_assert_int_eq(place(z, "AA", 4, 3, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* a compare that cannot read: fail, never guess */
+	d.err_at = 3;
+	ck_assert_int_eq(place(z, "AA", 2, 8, NULL, 0, &d, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+}
+END_TEST
+
 /* crc32c: the standard check value and continuation */
 START_TEST(test_crc32c_check_value)
 {
@@ -793,6 +899,7 @@ static Suite *blk_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_reissue_write_cases);
 	tcase_add_test(tc, test_reissue_append_cases);
+	tcase_add_test(tc, test_reissue_place_cases);
 	tcase_add_test(tc, test_crc32c_check_value);
 	tc = tcase_create("recover");
 	suite_add_tcase(s, tc);

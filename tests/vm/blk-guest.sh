@@ -32,7 +32,16 @@
 # under zonefs after an fsync; ublk user recovery (ublk/recover: a device
 # added with --recovery under zonefs and an append writer, its server
 # SIGKILLed P2Z_RECOVER_CYCLES times, 3 by default, and recovered each
-# time; refusals); last, the kernel log.
+# time; refusals); the same kill cycles under btrfs -O zoned with two
+# writers of fsynced files (ublk/recover-btrfs: no writer error, every
+# acknowledged file intact, btrfs check clean), under fio's zbd mode at
+# QD16 with crc32c verify headers, read back and verified
+# (ublk/recover-fio), and under btrfs on an emu image with a volatile
+# write cache (ublk/recover-volatile: the fsynced files intact, btrfs
+# check clean); each prints the requests in flight at each kill and how
+# the recovered servers resolved them; last, the kernel log.
+# P2Z_BLK_ONLY (vm.conf) names the ublk checks to run after the add, the
+# reference checks skipped.
 # Each check prints one result line (guest-lib.sh), "P2Z-RESULT <config>
 # <check> PASS|FAIL|SKIP|REFUSED|INFO <seconds>s <detail>". REFUSED is the one
 # refusal a check expects
@@ -46,6 +55,7 @@ NZ=16
 SB=/p2z/zonefs-sb.bin
 P2Z_BLK_OLD=0 # 1: a kernel without zoned ublk devices (blk.sh's 6.1 boot)
 P2Z_RECOVER_CYCLES=3 # ublk/recover's kills (vm.conf: blk.sh passes it on)
+P2Z_BLK_ONLY='' # names of the ublk checks to run after the add, or all
 # shellcheck source=/dev/null
 . /p2z/vm.conf
 # shellcheck source=guest-lib.sh
@@ -544,7 +554,9 @@ fi
 
 # ---- reference: the po2 namespace's own block device ----
 
-if [ -b "/dev/${DISK[3]:-none}" ] && [ -c "${NG[3]:-none}" ]; then
+if [ -n "$P2Z_BLK_ONLY" ]; then
+	echo "P2Z-VM P2Z_BLK_ONLY: the reference checks not run"
+elif [ -b "/dev/${DISK[3]:-none}" ] && [ -c "${NG[3]:-none}" ]; then
 	run_checks ref "/dev/${DISK[3]}" "${NG[3]}" $Z
 	check_bench_raw ref "${NG[3]}" $Z
 else
@@ -934,6 +946,34 @@ check_restart() { # ng
 		"SIGTERM under zonefs: handed over (exit 0, quiesced), add -f without --id recovered it; $sum; del of a quiesced device"
 }
 
+# P2Z_BLK_ONLY (blk.sh passes it on): after the add, delete the device
+# and run only the checks named there (their result names: recover,
+# recover-btrfs, ...), in that order; an unknown name FAILs.
+run_only() { # ng
+	local ng=$1 c
+
+	po2zfs-blk del 0 >/dev/null 2>&1 </dev/null
+	wait_node /dev/ublkb0 0 || result ublk only FAIL "del 0: /dev/ublkb0 left"
+	for c in $P2Z_BLK_ONLY; do
+		case $c in
+		sigterm) check_sigterm "$ng" ;;
+		inflight) check_inflight "$ng" ;;
+		sigterm-mounted) check_sigterm_mounted "$ng" ;;
+		del-force) check_del_force "$ng" ;;
+		del-force-mounted) check_del_force_mounted "$ng" ;;
+		recover) check_recover "$ng" ;;
+		restart) check_restart "$ng" ;;
+		recover-btrfs) check_recover_btrfs "$ng" ;;
+		recover-fio) check_recover_fio "$ng" ;;
+		recover-volatile) check_recover_volatile ;;
+		power-cut) check_power_cut --volatile-cache sync ;;
+		power-cut-zonefs) check_power_cut_zonefs --volatile-cache ;;
+		bench-raw) check_bench_raw ublk "$ng" $((96 * M)) ;;
+		*) result ublk "$c" FAIL "P2Z_BLK_ONLY: no such check" ;;
+		esac
+	done
+}
+
 run_ublk() {
 	local ng=${NG[1]:-} out r pid
 
@@ -957,6 +997,10 @@ run_ublk() {
 	fi
 	result ublk add PASS "po2zfs-blk add $ng: $out"
 	echo "P2Z-VM po2zfs-blk list: $(po2zfs-blk list 2>&1 | tr '\n' ' ')"
+	if [ -n "$P2Z_BLK_ONLY" ]; then
+		run_only "$ng"
+		return
+	fi
 	run_checks ublk /dev/ublkb0 "$ng" $((96 * M))
 	check_add_again "$ng"
 	check_del_mounted /dev/ublkb0
@@ -987,6 +1031,9 @@ run_ublk() {
 	check_del_force_mounted "$ng"
 	check_recover "$ng"
 	check_restart "$ng"
+	check_recover_btrfs "$ng"
+	check_recover_fio "$ng"
+	check_recover_volatile
 	check_power_cut --volatile-cache sync
 	check_power_cut_zonefs --volatile-cache
 	check_bench_raw ublk "$ng" $((96 * M))
@@ -1385,6 +1432,245 @@ check_power_cut_zonefs() { # cache-option
 	rm -f $img
 	result_why ublk power-cut-zonefs "${why# }" \
 		"after SIGKILL, del, add: seq/0 (fsynced) $s0 bytes, intact; seq/1 (not fsynced) $s1 bytes; $PC_HOW after the kill"
+}
+
+# ---- kill cycles under btrfs and fio (issue #24) ----
+
+# add -f --recovery of $1 in the background, its log in $2; sets PID; 0
+# if /dev/ublkb0 came
+add_rec() { # ng-or-image log
+	po2zfs-blk add -f --recovery "$1" >"$2" 2>&1 </dev/null &
+	PID=$!
+	wait_node /dev/ublkb0 1 && return 0
+	kill "$PID"
+	wait "$PID"
+	return 1
+}
+
+# SIGKILL the server of /dev/ublkb0 (PID) $1 times, each at a random
+# moment, delayed to the next with writes in flight; each time note the
+# device's requests
+# in flight (/sys/block/ublkb0/inflight, reads/writes, just before the
+# kill), wait until the kernel quiesced it, then po2zfs-blk recover -f 0 in
+# the background (log $2.C, PID its process) until the device is alive.
+# With $3, a process id: no kill once it has ended. Sets KR_DONE (cycles
+# done), KR_INFLIGHT (r/w per cycle) and KR_WHY (empty if all went well).
+KR_DONE=0 KR_INFLIGHT='' KR_WHY=''
+kill_recover() { # cycles log-prefix [pid]
+	local c f rd wr
+
+	KR_DONE=0 KR_INFLIGHT='' KR_WHY=''
+	for c in $(seq "$1"); do
+		sleep "0.$((RANDOM % 9 + 1))" # a random moment, not a wait
+		[ -z "${3:-}" ] || kill -0 "$3" 2>/dev/null || break
+		# then the first moment with writes in flight, if one comes
+		# within 4000 looks (seconds in the TCG guest)
+		for f in $(seq 4000); do
+			read -r rd wr </sys/block/ublkb0/inflight
+			[ "$wr" = 0 ] || break
+		done
+		f="$rd/$wr"
+		kill -KILL "$PID" 2>/dev/null
+		wait "$PID" 2>/dev/null
+		KR_INFLIGHT="$KR_INFLIGHT $f"
+		if ! wait_state quiesced; then
+			KR_WHY="$KR_WHY cycle$c-not-quiesced($(po2zfs-blk list 2>&1))"
+			return 1
+		fi
+		po2zfs-blk recover -f 0 >"$2.$c" 2>&1 </dev/null &
+		PID=$!
+		if ! wait_state alive; then
+			KR_WHY="$KR_WHY cycle$c-recover($(tr '\n' '|' <"$2.$c"))"
+			return 1
+		fi
+		KR_DONE=$c
+	done
+	KR_INFLIGHT=${KR_INFLIGHT# }
+}
+
+# how the recovered servers (logs $1.*) resolved the requests sent again:
+# "appends_in_record=N already-written=N rest=N append-landed=N
+# append-sent=N failed=N"
+rec_classes() { # log-prefix
+	local c out
+
+	cat "$1".* >/tmp/rec-logs 2>/dev/null
+	out="appends_in_record=$(sed -n 's/.*: \([0-9]*\) appends in the dead server.s record/\1/p' /tmp/rec-logs | awk '{ n += $1 } END { print n + 0 }')"
+	for c in already-written rest append-landed append-sent failed; do
+		out="$out $c=$(grep -c "recovery: reissued request of zone [0-9]*: $c\$" /tmp/rec-logs)"
+	done
+	echo "$out"
+}
+
+# The writer of the btrfs kill cycles: files of 4 KiB to 2 MiB of random
+# bytes written into directory $1 with dd conv=fsync until /tmp/rb-stop
+# exists; a file whose fsync returned is listed "SHA256  NAME" in $2 (the
+# acknowledged set), any error goes to $2.err.
+rb_writer() { # dir sums
+	local i=0 src=$2.src sum
+
+	mkdir -p "$1"
+	: >"$2"
+	: >"$2.err"
+	while [ ! -e /tmp/rb-stop ]; do
+		head -c $(((RANDOM % 512 + 1) * 4096)) /dev/urandom >"$src"
+		sum=$(sha256sum <"$src")
+		if dd if="$src" of="$1/f$i" bs=64k conv=fsync status=none 2>>"$2.err"; then
+			echo "${sum%% *}  f$i" >>"$2"
+		else
+			echo "f$i: dd failed" >>"$2.err"
+		fi
+		i=$((i + 1))
+	done
+}
+
+# btrfs (zoned, single) on /dev/ublkb0 (PID's, added with --recovery)
+# and three fsyncing writers; the server SIGKILLed and recovered
+# P2Z_RECOVER_CYCLES times (kill_recover); then the writers stop, umount,
+# btrfs check, mount, every acknowledged file compared, umount, SIGTERM.
+# The result (name $1) counts the writers' errors as failures unless $2
+# is "volatile" (an image whose cache died with the server: the writers
+# may see errors, the fsynced files must survive). Server logs: $3.*.
+rb_run() { # check-name strict|volatile log-prefix
+	local m=/mnt/btrfs dev=/dev/ublkb0 why='' w wpids='' out r f
+	local acked=0 bytes=0 bad=0 errs cls sum
+
+	mkdir -p $m
+	if ! mkfs.btrfs -f -O zoned -d single -m single $dev >/tmp/rb-mkfs.out 2>&1 ||
+		! mount -t btrfs $dev $m; then
+		result ublk "$1" FAIL "mkfs/mount: $(grep -m1 -iE 'error|fail' /tmp/rb-mkfs.out) $(klog btrfs)"
+		kill -TERM "$PID"
+		wait "$PID"
+		return
+	fi
+	rm -f /tmp/rb-stop
+	for w in 0 1 2; do
+		rb_writer $m/w$w /tmp/rb-sums.$w &
+		wpids="$wpids $!"
+	done
+	# the first kill once every writer has something acknowledged (up
+	# to 2 min: a loaded TCG host)
+	for w in $(seq 2400); do
+		[ -s /tmp/rb-sums.0 ] && [ -s /tmp/rb-sums.1 ] &&
+			[ -s /tmp/rb-sums.2 ] && break
+		sleep 0.05
+	done
+	kill_recover "${P2Z_RECOVER_CYCLES:-3}" "$3" || why="$why$KR_WHY"
+	# the writers go on after the last recovery (not where the cache died)
+	w=$(wc -l </tmp/rb-sums.0)
+	[ "$2" = volatile ] && w=-1
+	for f in $(seq 600); do
+		[ "$(wc -l </tmp/rb-sums.0)" -gt "$w" ] && break
+		sleep 0.05
+	done
+	touch /tmp/rb-stop
+	# shellcheck disable=SC2086 # the writers' pids
+	wait $wpids
+	timeout 120 umount $m || why="$why umount"
+	out=$(btrfs check --readonly $dev 2>&1)
+	r=$?
+	echo "$out" | tail -n 5
+	[ $r = 0 ] || why="$why btrfs-check($r: $(echo "$out" | grep -m1 -iE 'error|corrupt|invalid|wrong|mismatch'))"
+	if mount -t btrfs $dev $m; then
+		: >/tmp/rb-names
+		for w in 0 1 2; do
+			acked=$((acked + $(wc -l </tmp/rb-sums.$w)))
+			bad=$((bad + $(wc -l </tmp/rb-sums.$w) - $(sums_ok $m/w$w /tmp/rb-sums.$w)))
+			sed "s|^[0-9a-f]*  |$m/w$w/|" /tmp/rb-sums.$w >>/tmp/rb-names
+		done
+		bytes=$(xargs -r stat -c %s </tmp/rb-names 2>/dev/null | awk '{ n += $1 } END { print n + 0 }')
+		umount $m || why="$why umount2"
+	else
+		why="$why remount($(klog btrfs))"
+	fi
+	kill -TERM "$PID"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	wait_node $dev 0 || why="$why ublkb0-left"
+	cat /tmp/rb-sums.[0-2].err >/tmp/rb-err
+	errs=$(grep -c 'dd failed' /tmp/rb-err)
+	[ "$2" = volatile ] || [ ! -s /tmp/rb-err ] ||
+		why="$why writer-errors($(head -c 300 /tmp/rb-err | tr '\n' ' '))"
+	[ "$bad" = 0 ] || why="$why lost=$bad"
+	[ "$KR_DONE" = "${P2Z_RECOVER_CYCLES:-3}" ] || why="$why cycles=$KR_DONE"
+	[ "$acked" -gt 0 ] || why="$why nothing-acked"
+	cls=$(rec_classes "$3")
+	sum="cycles=$KR_DONE inflight_at_kills(r/w)=${KR_INFLIGHT// /,} acked=$acked files $bytes bytes lost=$bad writer_errors=$errs $cls"
+	echo "P2Z-VM blk-$1: $sum"
+	result_why ublk "$1" "${why# }${why:+: $sum}" "$sum; btrfs check clean"
+}
+
+# ublk user recovery under btrfs (issue #24): a device added with
+# --recovery, btrfs -O zoned on it (data by zone append), three writers of
+# fsynced files; the server SIGKILLed at random moments
+# P2Z_RECOVER_CYCLES times (3 here; 20 by hand) and recovered each time.
+# The writers see no error, every file whose fsync returned is intact,
+# btrfs check is clean.
+check_recover_btrfs() { # ng
+	if ! add_rec "$1" /tmp/rb-add.out; then
+		result ublk recover-btrfs FAIL "add -f --recovery: $(cat /tmp/rb-add.out)"
+		return
+	fi
+	rb_run recover-btrfs strict /tmp/rb-rec
+}
+
+# The same on an emu image made with a volatile write cache
+# (po2zfs-emu(8)), which dies with the server: what was flushed
+# survives, the rest may not, and the writers may see errors (counted);
+# every file whose fsync returned is intact and btrfs check is clean.
+check_recover_volatile() {
+	local img=/tmp/rv.img out
+
+	rm -f $img
+	if ! out=$(po2zfs-emu create $img --zone-size 96M --zone-cap 80M \
+		--zones 16 --max-open 8 --max-active 8 --volatile-cache 2>&1) ||
+		! add_rec $img /tmp/rv-add.out; then
+		result ublk recover-volatile FAIL "$out $(cat /tmp/rv-add.out 2>/dev/null)"
+		return
+	fi
+	rb_run recover-volatile volatile /tmp/rv-rec
+	rm -f $img
+}
+
+# fio's zbd mode at depth (io_uring, QD16, direct, 64 KiB, crc32c verify
+# headers) writing 5 zones of /dev/ublkb0 (added with --recovery) while
+# the server is SIGKILLed and recovered P2Z_RECOVER_CYCLES times; fio
+# sees no error, writes every byte, then reads every block back and its
+# checksums match (the same job's verify phase: a second job with
+# --verify_only read zeros at the first block, as fio's zbd mode resets
+# a write job's zones when it starts).
+check_recover_fio() { # ng
+	local dev=/dev/ublkb0 why='' fpid r w rd cls sum
+	local args=(--name=rf "--filename=$dev" --direct=1 --ioengine=io_uring
+		--iodepth=16 --zonemode=zbd --rw=write --bs=64k "--offset=$Z"
+		--size=$((5 * Z)) --verify=crc32c --output-format=json)
+
+	if ! add_rec "$1" /tmp/rf-add.out; then
+		result ublk recover-fio FAIL "add -f --recovery: $(cat /tmp/rf-add.out)"
+		return
+	fi
+	blkzone reset $dev
+	fio "${args[@]}" --do_verify=1 --output=/tmp/rf-w.json >/tmp/rf-w.err 2>&1 &
+	fpid=$!
+	kill_recover "${P2Z_RECOVER_CYCLES:-3}" /tmp/rf-rec "$fpid" || why="$why$KR_WHY"
+	wait $fpid
+	r=$?
+	[ $r = 0 ] || why="$why fio-exit($r: $(grep -m1 -iE 'err|verify' /tmp/rf-w.err))"
+	read -r w _ < <(fio_result /tmp/rf-w.json write)
+	read -r rd _ < <(fio_result /tmp/rf-w.json read)
+	[ "${w:-}" = $((5 * CAP)) ] && [ "${rd:-}" = $((5 * CAP)) ] ||
+		why="$why bytes(wrote ${w:-?} verified ${rd:-?})"
+	[ "$KR_DONE" = "${P2Z_RECOVER_CYCLES:-3}" ] || why="$why cycles=$KR_DONE"
+	kill -TERM "$PID"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	wait_node $dev 0 || why="$why ublkb0-left"
+	cls=$(rec_classes /tmp/rf-rec)
+	sum="cycles=$KR_DONE inflight_at_kills(r/w)=${KR_INFLIGHT// /,} written=${w:-?} verified=${rd:-?} $cls"
+	echo "P2Z-VM blk-recover-fio: $sum"
+	result_why ublk recover-fio "${why# }${why:+: $sum}" "$sum; fio QD16 io_uring zbd, crc32c verified"
 }
 
 run_ublk

@@ -24,9 +24,12 @@
 #   P2Z_VM_CACHE    where kernel packages are kept between runs
 #                   (default /var/cache/po2zfs-vm)
 #   P2Z_VM_WORK     work dir (default /tmp/po2zfs-vm-blk)
-#   P2Z_VM_TIMEOUT  seconds for the guest (default 900)
+#   P2Z_VM_TIMEOUT  seconds for the guest (default 1200)
 #   P2Z_RECOVER_CYCLES  server kills and recoveries of ublk/recover
 #                   (default 3; the long run: 20)
+#   P2Z_BLK_ONLY    space-separated ublk check names (recover
+#                   recover-btrfs ...): the 6.12 guest runs only the add
+#                   and these, no reference checks (default: all)
 #
 # Exit: 0 all passed, 1 something failed, 77 QEMU cannot run here or the
 # build has no po2zfs-blk (the reason is printed; the reference checks
@@ -38,7 +41,7 @@ vm=$top/tests/vm
 tag='vm-blk'
 cache=${P2Z_VM_CACHE:-/var/cache/po2zfs-vm}
 work=${P2Z_VM_WORK:-/tmp/po2zfs-vm-blk}
-tmo=${P2Z_VM_TIMEOUT:-900}
+tmo=${P2Z_VM_TIMEOUT:-1200}
 
 while getopts "t:w:h" o; do
 	case $o in
@@ -137,6 +140,7 @@ main() {
 	{
 		echo "P2Z_VM_NNS=3"
 		echo "P2Z_RECOVER_CYCLES=${P2Z_RECOVER_CYCLES:-3}"
+		printf 'P2Z_BLK_ONLY=%q\n' "${P2Z_BLK_ONLY:-}"
 	} >"$root/p2z/vm.conf"
 	vm_pack "$root" "$work/base.cpio" || die "initramfs did not build"
 
