@@ -348,8 +348,9 @@ static __thread struct p2z_zone_wr *p2z_zone_seq_failed;
 static int p2z_zone_seq_submit(struct p2z_zone_table *zt, struct p2z_zone *z,
 			       struct p2z_zone_wr *wr)
 {
-	if (wr->hold && wr->hold(wr))
+	if (wr->hold && !wr->held && wr->hold(wr))
 		return -ENOMEM;
+	wr->held = true;
 	wr->zt = zt;
 	return __p2z_zone_write_submit(zt, z, wr);
 }
@@ -475,6 +476,7 @@ static int __p2z_zone_seq_arrive(struct p2z_zone_table *zt, struct p2z_zone *z,
 		return 2;
 	}
 	ret = wr->hold ? wr->hold(wr) : 0;
+	wr->held = true;
 	if (ret) {
 		wr->ret = ret;
 		return 2;

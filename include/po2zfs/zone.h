@@ -417,8 +417,9 @@ ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
  * @ofs: offset in the zone
  * @append: O_APPEND
  * @flags: 0 or P2Z_IO_FUA
- * @hold: NULL, or called once if the write is parked behind a predecessor,
- *	  with the zone's lock held: make @buf valid until @done (copy it);
+ * @hold: NULL, or called at most once: if the write is parked behind a
+ *	  predecessor (with the zone's lock held) or submitted on @q (with
+ *	  no lock held): make @buf valid until @done (copy it);
  *	  0, or -errno to fail the write with it instead. It must not call
  *	  into the zone table.
  * @done: called exactly once with what p2z_zone_write() would return; it
@@ -431,6 +432,7 @@ ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
  * @io: private to the sequencer
  * @zt: private to the sequencer
  * @desync: private to the sequencer
+ * @held: private to the sequencer (@hold ran); false to begin with
  * @next: private to the sequencer
  * @gen: private to the sequencer
  * @deadline_ms: private to the sequencer
@@ -449,6 +451,7 @@ struct p2z_zone_wr {
 	struct p2z_io io;
 	struct p2z_zone_table *zt;
 	bool desync;
+	bool held;
 	struct p2z_zone_wr *next;
 	uint64_t gen;
 	uint64_t deadline_ms;
