@@ -715,7 +715,8 @@ static int p2z_fs_write_async(struct p2z_fs *fs, fuse_req_t req, fuse_ino_t ino,
 			      const struct p2z_fs_node *n,
 			      const struct p2z_fs_file *f, uint64_t t0,
 			      void *buf, const void *data, size_t len,
-			      off_t off, bool append, unsigned int flags)
+			      off_t off, bool append, unsigned int flags,
+			      struct p2z_dev_queue *q)
 {
 	struct p2z_fs_wr *w = malloc(sizeof(*w));
 
@@ -729,7 +730,8 @@ static int p2z_fs_write_async(struct p2z_fs *fs, fuse_req_t req, fuse_ino_t ino,
 			.append = append,
 			.flags = flags,
 			.hold = p2z_fs_wr_hold,
-			.done = p2z_fs_wr_done },
+			.done = p2z_fs_wr_done,
+			.q = q },
 		.fs = fs,
 		.req = req,
 		.ino = ino,
@@ -742,11 +744,25 @@ static int p2z_fs_write_async(struct p2z_fs *fs, fuse_req_t req, fuse_ino_t ino,
 	return 0;
 }
 
+/*
+ * Whether a WRITE of n goes to the device asynchronously on the worker's
+ * queue (a sequential zone's file): it never blocks on another thread.
+ * Any other write may (po2 waits in the sequencer, a conventional zone's
+ * failure runs the errors= policy): the worker drains its queue first.
+ */
+static bool p2z_fs_write_submits(struct p2z_fs *fs, const struct p2z_fs_node *n,
+				 off_t off)
+{
+	return n->kind == P2Z_FS_ZONE && off >= 0 &&
+	       p2z_zone_is_sequential(fs->zt, n->zidx);
+}
+
 void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		      off_t off, struct fuse_file_info *fi)
 {
 	struct p2z_fs *fs = p2z_fs_of(req);
 	struct p2z_fs_file *f = (struct p2z_fs_file *)(uintptr_t)fi->fh;
+	struct p2z_fs_worker *w = p2z_fs_worker_self();
 	struct p2z_fs_node n = { 0 };
 	uint64_t t0 = p2z_stat_now();
 	const void *data = NULL;
@@ -757,6 +773,8 @@ void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 	ret = p2z_fs_node_of(fs, ino, &n);
 	if (!ret && !f)
 		ret = -EBADF;
+	if (w && (ret || !p2z_fs_write_submits(fs, &n, off)))
+		p2z_fs_worker_drain(w);
 	if (!ret)
 		ret = p2z_fs_write_data(fs, in, &buf, &data);
 	if (ret >= 0) {
@@ -767,10 +785,11 @@ void p2z_fs_write_buf(fuse_req_t req, fuse_ino_t ino, struct fuse_bufvec *in,
 		 * write-back of a mapped page is never an append.
 		 */
 		append = !fi->writepage && (fi->flags & O_APPEND);
-		if (n.kind == P2Z_FS_ZONE && off >= 0 && p2z_fs_worker_self() &&
-		    !p2z_fs_write_async(fs, req, ino, &n, f, t0, buf, data,
-					(size_t)ret, off, append,
-					p2z_fs_write_flags(f, fi)))
+		if (n.kind == P2Z_FS_ZONE && off >= 0 && w &&
+		    !p2z_fs_write_async(
+			    fs, req, ino, &n, f, t0, buf, data, (size_t)ret,
+			    off, append, p2z_fs_write_flags(f, fi),
+			    p2z_fs_write_submits(fs, &n, off) ? w->q : NULL))
 			return;
 		ret = p2z_fs_write_node(fs, &n, data, (size_t)ret, off, append,
 					p2z_fs_write_flags(f, fi));

@@ -16,8 +16,9 @@
  * owner completes. So before any request other than READ (writes, which
  * may wait in the zone write sequencer, opens and setattrs that reset,
  * releases that close a zone, fsyncs, invalidations) a worker reaps its
- * queue until nothing of it is in flight; a READ that finds a reset
- * pending drains likewise before it waits (p2z_zone_read_submit()); and
+ * queue until nothing of it is in flight (a WRITE that is submitted
+ * excepted); a READ that finds a reset pending drains likewise before it
+ * waits (p2z_zone_read_submit()); and
  * failed reads, whose errors= policy takes the zone's locks, are finished
  * on the worker only once its queue is drained (p2z_fs_worker_defer()).
  *
@@ -27,7 +28,12 @@
  * the queue's eventfd per request.
  *
  * Writes of zone files never wait for a predecessor on a worker: one
- * that would is parked in the zone's sequencer (fs_file.c); the workers
+ * that would is parked in the zone's sequencer (fs_file.c), and a
+ * sequential zone's write whose turn came is submitted on the worker's
+ * queue and answered from its completion, like a READ (so a WRITE does
+ * not drain the queue unless fs_file.c finds it will not be submitted); a
+ * failed one is finished once the queue is drained
+ * (p2z_zone_write_settle() in p2z_fs_worker_drain()); the workers
  * fail those parked past the hold bound (p2z_fs_worker_expire(), at least
  * every P2Z_FS_LOOP_TICK_MS) and, at the end, all of them (EIO). po2
  * writes still wait in their worker (hence P2Z_FS_MAX_THREADS workers).
@@ -87,15 +93,23 @@ void p2z_fs_worker_defer(struct p2z_fs_worker *w, struct p2z_fs_rd *rd)
 	w->defer_tail = rd;
 }
 
+/*
+ * Reap until nothing is in flight, then finish the failed writes (their
+ * errors= policy waits for reads), which may submit more: until none.
+ */
 void p2z_fs_worker_drain(struct p2z_fs_worker *w)
 {
-	while (p2z_dev_queue_inflight(w->q))
-		p2z_dev_queue_reap(w->q, 1);
+	do {
+		while (p2z_dev_queue_inflight(w->q))
+			p2z_dev_queue_reap(w->q, 1);
+	} while (p2z_zone_write_settle());
 }
 
-/* Finish the failed reads: their errors= policy may block. */
+/* Finish the failed reads and writes: their errors= policy may block. */
 static void p2z_fs_worker_run_deferred(struct p2z_fs_worker *w)
 {
+	if (p2z_zone_write_unsettled())
+		p2z_fs_worker_drain(w);
 	while (w->deferred) {
 		struct p2z_fs_rd *rd;
 
@@ -122,13 +136,16 @@ static void p2z_fs_worker_expire(struct p2z_fs_worker *w, bool all)
 	p2z_zone_seq_expire(zt, all);
 }
 
-/* Whether the request received is a READ (libfuse never splices here). */
+/*
+ * Whether the request received is a READ or a WRITE (libfuse never splices
+ * here): a WRITE drains in p2z_fs_write_buf() unless it is submitted.
+ */
 static bool p2z_fs_buf_is_read(const struct fuse_buf *b)
 {
 	const struct fuse_in_header *h = b->mem;
 
 	return !(b->flags & FUSE_BUF_IS_FD) && b->size >= sizeof(*h) &&
-	       h->opcode == FUSE_READ;
+	       (h->opcode == FUSE_READ || h->opcode == FUSE_WRITE);
 }
 
 /* Bring the loop's count of reads in flight up to date with w's queue. */
@@ -214,7 +231,9 @@ static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 {
 	unsigned int i;
 
-	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred; i++)
+	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred &&
+		    !p2z_zone_write_unsettled();
+	     i++)
 		if (!p2z_fs_worker_receive_one(lp, w))
 			break;
 }

@@ -37,9 +37,14 @@ static void __p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
 	atomic_store(&z->changed, true);
 }
 
+/*
+ * Also lets a write submitted on a queue (zone_seq.c), which holds no
+ * wr_lock, end first: the policy takes the write pointer from the device.
+ */
 static void p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
 			   uint64_t zidx, bool write)
 {
+	__p2z_zone_seq_idle(z);
 	p2z_zone_io_error(zt, z, zidx, write);
 	atomic_store(&z->changed, true);
 }
@@ -684,6 +689,29 @@ static ssize_t p2z_zone_write_seq(struct p2z_zone_table *zt, struct p2z_zone *z,
 	return n;
 }
 
+ssize_t __p2z_zone_write_end(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     uint64_t zidx, size_t len, uint64_t ofs, ssize_t n,
+			     bool desync)
+{
+	if (n > 0 && !desync) {
+		pthread_mutex_lock(&z->lock);
+		__p2z_zone_advance(zt, z, n);
+		pthread_mutex_unlock(&z->lock);
+	}
+	if (n == (ssize_t)len && !desync)
+		return n;
+	if (n < 0 && !p2z_zone_err_is_io(n))
+		return n;
+	p2z_log(LOG_ERR,
+		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
+		" failed (%zd)",
+		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
+	__p2z_zone_error(zt, z, zidx, true);
+	if (n <= 0 || desync)
+		n = -EIO;
+	return n;
+}
+
 ssize_t __p2z_zone_write_turn(struct p2z_zone_table *zt, struct p2z_zone *z,
 			      uint64_t zidx, const void *buf, size_t len,
 			      uint64_t ofs, unsigned int flags)
@@ -693,26 +721,84 @@ ssize_t __p2z_zone_write_turn(struct p2z_zone_table *zt, struct p2z_zone *z,
 
 	pthread_mutex_lock(&z->wr_lock);
 	n = p2z_zone_dev_write(zt, z, zidx, buf, len, ofs, flags, &desync);
-	if (n > 0 && !desync) {
-		pthread_mutex_lock(&z->lock);
-		__p2z_zone_advance(zt, z, n);
-		pthread_mutex_unlock(&z->lock);
-	}
-	if (n == (ssize_t)len && !desync)
-		goto out_unlock;
-	if (n < 0 && !p2z_zone_err_is_io(n))
-		goto out_unlock;
-	p2z_log(LOG_ERR,
-		"zone %" PRIu64 ": write of %zu bytes at %" PRIu64
-		" failed (%zd)",
-		zidx, len, ofs, n < 0 ? n : (ssize_t)-EIO);
-	__p2z_zone_error(zt, z, zidx, true);
-	if (n <= 0 || desync)
-		n = -EIO;
-out_unlock:
+	n = __p2z_zone_write_end(zt, z, zidx, len, ofs, n, desync);
 	pthread_mutex_unlock(&z->wr_lock);
 	p2z_zone_seq_leave(z, n != (ssize_t)len || desync);
 	return n;
+}
+
+static void p2z_zone_write_end_io(struct p2z_io *io);
+
+int __p2z_zone_write_submit(struct p2z_zone_table *zt, struct p2z_zone *z,
+			    struct p2z_zone_wr *wr)
+{
+	int ret;
+
+	memset(&wr->io, 0, sizeof(wr->io));
+	wr->io.flags = wr->flags;
+	wr->io.buf = (void *)wr->buf;
+	wr->io.len = wr->len;
+	if (zt->priv->use_append) {
+		wr->io.op = P2Z_IO_APPEND;
+		wr->io.zidx = wr->zidx;
+	} else {
+		wr->io.op = P2Z_IO_WRITE;
+		wr->io.ofs = z->start_bytes + wr->ofs;
+	}
+	wr->io.end_io = p2z_zone_write_end_io;
+	wr->io.private = zt;
+	pthread_mutex_lock(&z->lock);
+	z->seq_inflight++;
+	pthread_mutex_unlock(&z->lock);
+	ret = p2z_dev_submit(wr->q, &wr->io);
+	if (ret) {
+		pthread_mutex_lock(&z->lock);
+		z->seq_inflight--;
+		pthread_mutex_unlock(&z->lock);
+	}
+	return ret;
+}
+
+/*
+ * A submitted write completed (on its queue's thread): its result, with
+ * an append that landed elsewhere as a failure; zone_seq.c ends the turn.
+ */
+static void p2z_zone_write_end_io(struct p2z_io *io)
+{
+	struct p2z_zone_wr *wr =
+		(struct p2z_zone_wr *)((char *)io -
+				       offsetof(struct p2z_zone_wr, io));
+	struct p2z_zone_table *zt = io->private;
+	struct p2z_zone *z = &zt->zones[wr->zidx];
+	uint64_t want = (z->start_bytes + wr->ofs) / zt->geom.lba_bytes;
+	bool desync = false;
+
+	if (io->op == P2Z_IO_APPEND && io->ret > 0 && io->lba != want) {
+		p2z_log(LOG_ERR,
+			"zone %" PRIu64 ": append landed at LBA %" PRIu64
+			", expected %" PRIu64,
+			wr->zidx, io->lba, want);
+		desync = true;
+	}
+	pthread_mutex_lock(&z->lock);
+	z->seq_inflight--;
+	pthread_mutex_unlock(&z->lock);
+	__p2z_zone_seq_complete(zt, z, wr, io->ret, desync);
+}
+
+bool p2z_zone_is_sequential(struct p2z_zone_table *zt, uint64_t zidx)
+{
+	struct p2z_zone *z = p2z_zone_of(zt, zidx);
+
+	return z && p2z_zone_is_seq(z);
+}
+
+void __p2z_zone_seq_idle(struct p2z_zone *z)
+{
+	pthread_mutex_lock(&z->lock);
+	while (z->seq_inflight)
+		pthread_cond_wait(&z->seq_cond, &z->lock);
+	pthread_mutex_unlock(&z->lock);
 }
 
 static ssize_t p2z_zone_write_cnv(struct p2z_zone_table *zt, struct p2z_zone *z,
@@ -958,6 +1044,8 @@ void p2z_zone_put_write(struct p2z_zone_table *zt, uint64_t zidx)
 
 	if (!z)
 		return;
+	/* A write submitted on a queue holds no lock: let it end first. */
+	__p2z_zone_seq_idle(z);
 	pthread_mutex_lock(&z->wr_lock);
 	if (z->wr_refs && !__atomic_sub_fetch(&z->wr_refs, 1, __ATOMIC_RELAXED))
 		__p2z_zone_exp_close(zt, z, zidx);
@@ -977,6 +1065,7 @@ int p2z_zone_flush(struct p2z_zone_table *zt, uint64_t zidx)
 	pthread_mutex_unlock(&z->lock);
 	if (ret)
 		return ret;
+	__p2z_zone_seq_idle(z);
 	ret = p2z_dev_flush(zt->dev);
 	if (ret) {
 		p2z_log(LOG_ERR, "zone %" PRIu64 ": flush failed (%d)", zidx,

@@ -60,6 +60,7 @@ struct p2z_zone {
 	uint64_t seq_end;
 	uint64_t seq_gen;
 	unsigned int seq_waiting;
+	unsigned int seq_inflight; /* writes submitted on a device queue */
 	/* Parked asynchronous writes (p2z_zone_write_async()), arrival order. */
 	struct p2z_zone_wr *seq_parked;
 	unsigned int seq_nparked;
@@ -224,6 +225,59 @@ void p2z_zone_seq_kick(struct p2z_zone_table *zt, struct p2z_zone *z);
 ssize_t __p2z_zone_write_turn(struct p2z_zone_table *zt, struct p2z_zone *z,
 			      uint64_t zidx, const void *buf, size_t len,
 			      uint64_t ofs, unsigned int flags);
+
+/**
+ * __p2z_zone_write_end() - what follows a sequential zone's device write
+ * @zt: zone table
+ * @z: the zone; z->wr_lock held if the write may fail
+ * @zidx: its index
+ * @len: bytes written
+ * @ofs: where
+ * @n: the device's result
+ * @desync: an append landed elsewhere
+ *
+ * Advances the write pointer by what was written, applies errors= on a
+ * failure. Does not end the turn.
+ *
+ * Return: as p2z_zone_write().
+ */
+ssize_t __p2z_zone_write_end(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     uint64_t zidx, size_t len, uint64_t ofs, ssize_t n,
+			     bool desync);
+
+/**
+ * __p2z_zone_write_submit() - submit a write that has its turn on wr->q
+ * @zt: zone table
+ * @z: the zone, no lock held
+ * @wr: the write (checked, nonzero, data valid until its completion)
+ *
+ * Its completion calls __p2z_zone_seq_complete() on the queue's thread.
+ *
+ * Return: 0 submitted, or -errno (nothing submitted, the turn still held).
+ */
+int __p2z_zone_write_submit(struct p2z_zone_table *zt, struct p2z_zone *z,
+			    struct p2z_zone_wr *wr);
+
+/**
+ * __p2z_zone_seq_complete() - a submitted write completed
+ * @zt: zone table
+ * @z: the zone, no lock held
+ * @wr: the write
+ * @n: the device's result
+ * @desync: an append landed elsewhere
+ *
+ * Success: advances the zone, ends the turn, runs @wr->done and submits
+ * the next parked write on the same queue. Failure: kept for
+ * p2z_zone_write_settle() (the errors= policy may wait for reads).
+ */
+void __p2z_zone_seq_complete(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     struct p2z_zone_wr *wr, ssize_t n, bool desync);
+
+/**
+ * __p2z_zone_seq_idle() - wait until no write of the zone is on a queue
+ * @z: the zone, no lock held
+ */
+void __p2z_zone_seq_idle(struct p2z_zone *z);
 
 /* zone_errors.c */
 

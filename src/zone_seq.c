@@ -338,14 +338,38 @@ static struct p2z_zone_wr *__p2z_zone_seq_next(struct p2z_zone_table *zt,
 	return run;
 }
 
-/* Write wr, which has the turn, then every parked write whose turn came. */
+/* Failed submitted writes of this thread, for p2z_zone_write_settle(). */
+static __thread struct p2z_zone_wr *p2z_zone_seq_failed;
+
+/*
+ * Submit wr, which has the turn, on wr->q: 0 submitted, else the data
+ * could not be kept or the queue refused it (write it here instead).
+ */
+static int p2z_zone_seq_submit(struct p2z_zone_table *zt, struct p2z_zone *z,
+			       struct p2z_zone_wr *wr)
+{
+	if (wr->hold && !wr->held && wr->hold(wr))
+		return -ENOMEM;
+	wr->held = true;
+	wr->zt = zt;
+	return __p2z_zone_write_submit(zt, z, wr);
+}
+
+/*
+ * Write wr, which has the turn, then every parked write whose turn came;
+ * with a queue q, submit it there instead and return (the completion goes
+ * on).
+ */
 static void p2z_zone_seq_run(struct p2z_zone_table *zt, struct p2z_zone *z,
-			     struct p2z_zone_wr *wr)
+			     struct p2z_zone_wr *wr, struct p2z_dev_queue *q)
 {
 	struct p2z_zone_wr *fail;
 	ssize_t n;
 
 	while (wr) {
+		wr->q = q;
+		if (q && !p2z_zone_seq_submit(zt, z, wr))
+			return;
 		n = __p2z_zone_write_turn(zt, z, wr->zidx, wr->buf, wr->len,
 					  wr->ofs, wr->flags);
 		wr->done(wr, n);
@@ -355,6 +379,67 @@ static void p2z_zone_seq_run(struct p2z_zone_table *zt, struct p2z_zone *z,
 		pthread_mutex_unlock(&z->lock);
 		p2z_zone_seq_fail_list(fail);
 	}
+}
+
+/* End a submitted write's turn with n, then go on with the parked ones. */
+static void p2z_zone_seq_end(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     struct p2z_zone_wr *wr, ssize_t n, bool failed)
+{
+	struct p2z_dev_queue *q = wr->q;
+	struct p2z_zone_wr *fail = NULL, *next;
+
+	p2z_zone_seq_leave(z, failed);
+	wr->done(wr, n); /* may free wr */
+	pthread_mutex_lock(&z->lock);
+	next = __p2z_zone_seq_next(zt, z, &fail);
+	pthread_mutex_unlock(&z->lock);
+	p2z_zone_seq_fail_list(fail);
+	p2z_zone_seq_run(zt, z, next, q);
+}
+
+void __p2z_zone_seq_complete(struct p2z_zone_table *zt, struct p2z_zone *z,
+			     struct p2z_zone_wr *wr, ssize_t n, bool desync)
+{
+	if ((n == (ssize_t)wr->len && !desync) ||
+	    (n < 0 && !p2z_zone_err_is_io((int)n))) {
+		/* No errors= policy: nothing here can block. */
+		n = __p2z_zone_write_end(zt, z, wr->zidx, wr->len, wr->ofs, n,
+					 false);
+		p2z_zone_seq_end(zt, z, wr, n, n != (ssize_t)wr->len);
+		return;
+	}
+	/* The turn stays held: a barrier or a successor waits for settle. */
+	wr->ret = n;
+	wr->desync = desync;
+	wr->next = p2z_zone_seq_failed;
+	p2z_zone_seq_failed = wr;
+}
+
+bool p2z_zone_write_unsettled(void)
+{
+	return p2z_zone_seq_failed != NULL;
+}
+
+unsigned int p2z_zone_write_settle(void)
+{
+	unsigned int nr = 0;
+
+	while (p2z_zone_seq_failed) {
+		struct p2z_zone_wr *wr = p2z_zone_seq_failed;
+		struct p2z_zone_table *zt = wr->zt;
+		struct p2z_zone *z = &zt->zones[wr->zidx];
+		ssize_t n;
+
+		p2z_zone_seq_failed = wr->next;
+		wr->next = NULL;
+		pthread_mutex_lock(&z->wr_lock);
+		n = __p2z_zone_write_end(zt, z, wr->zidx, wr->len, wr->ofs,
+					 wr->ret, wr->desync);
+		pthread_mutex_unlock(&z->wr_lock);
+		p2z_zone_seq_end(zt, z, wr, n, true);
+		nr++;
+	}
+	return nr;
 }
 
 void p2z_zone_seq_kick(struct p2z_zone_table *zt, struct p2z_zone *z)
@@ -369,7 +454,7 @@ void p2z_zone_seq_kick(struct p2z_zone_table *zt, struct p2z_zone *z)
 	wr = __p2z_zone_seq_next(zt, z, &fail);
 	pthread_mutex_unlock(&z->lock);
 	p2z_zone_seq_fail_list(fail);
-	p2z_zone_seq_run(zt, z, wr);
+	p2z_zone_seq_run(zt, z, wr, NULL);
 }
 
 /* Decide for a new write: 0 run it, 1 parked, 2 done (wr->ret). */
@@ -391,6 +476,7 @@ static int __p2z_zone_seq_arrive(struct p2z_zone_table *zt, struct p2z_zone *z,
 		return 2;
 	}
 	ret = wr->hold ? wr->hold(wr) : 0;
+	wr->held = true;
 	if (ret) {
 		wr->ret = ret;
 		return 2;
@@ -418,7 +504,7 @@ void p2z_zone_write_async(struct p2z_zone_table *zt, struct p2z_zone_wr *wr)
 	if (ret == 2)
 		wr->done(wr, wr->ret);
 	else if (!ret)
-		p2z_zone_seq_run(zt, z, wr);
+		p2z_zone_seq_run(zt, z, wr, wr->q);
 }
 
 unsigned int p2z_zone_seq_expire(struct p2z_zone_table *zt, bool all)

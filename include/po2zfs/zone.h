@@ -417,12 +417,22 @@ ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
  * @ofs: offset in the zone
  * @append: O_APPEND
  * @flags: 0 or P2Z_IO_FUA
- * @hold: NULL, or called once if the write is parked behind a predecessor,
- *	  with the zone's lock held: make @buf valid until @done (copy it);
+ * @hold: NULL, or called at most once: if the write is parked behind a
+ *	  predecessor (with the zone's lock held) or submitted on @q (with
+ *	  no lock held): make @buf valid until @done (copy it);
  *	  0, or -errno to fail the write with it instead. It must not call
  *	  into the zone table.
  * @done: called exactly once with what p2z_zone_write() would return; it
  *	  may free @wr. See p2z_zone_write_async() for which thread.
+ * @q: NULL, or the caller's device queue: a sequential zone's write that
+ *     has its turn is submitted on it (@hold runs first: @buf must stay
+ *     valid until the completion) and @done runs from its completion
+ *     (p2z_dev_queue_reap() on the caller's thread) or, for a failed one,
+ *     from p2z_zone_write_settle()
+ * @io: private to the sequencer
+ * @zt: private to the sequencer
+ * @desync: private to the sequencer
+ * @held: private to the sequencer (@hold ran); false to begin with
  * @next: private to the sequencer
  * @gen: private to the sequencer
  * @deadline_ms: private to the sequencer
@@ -437,6 +447,11 @@ struct p2z_zone_wr {
 	unsigned int flags;
 	int (*hold)(struct p2z_zone_wr *wr);
 	void (*done)(struct p2z_zone_wr *wr, ssize_t ret);
+	struct p2z_dev_queue *q;
+	struct p2z_io io;
+	struct p2z_zone_table *zt;
+	bool desync;
+	bool held;
 	struct p2z_zone_wr *next;
 	uint64_t gen;
 	uint64_t deadline_ms;
@@ -457,8 +472,45 @@ struct p2z_zone_wr {
  * its @done; a failed predecessor or a reset/finish runs it with -EIO; a
  * parked write still ahead after @zt->opts.hold_ms gets -EINVAL from
  * p2z_zone_seq_expire(). Conventional zones are written synchronously.
+ *
+ * With @wr->q, nothing is written by the calling thread: the write whose
+ * turn came is submitted on @wr->q and this returns; its completion ends
+ * the turn and submits the next parked write on the same queue. A failed
+ * one waits on the thread for p2z_zone_write_settle(). The caller must
+ * reap @wr->q before it blocks on anything (a reset, a release or a
+ * fsync of the zone waits for the write on the queue).
  */
 void p2z_zone_write_async(struct p2z_zone_table *zt, struct p2z_zone_wr *wr);
+
+/**
+ * p2z_zone_is_sequential() - whether a zone is sequential-write-required
+ * @zt: table
+ * @zidx: zone index
+ *
+ * Return: true if so (false for a bad @zidx).
+ */
+bool p2z_zone_is_sequential(struct p2z_zone_table *zt, uint64_t zidx);
+
+/**
+ * p2z_zone_write_settle() - finish the failed submitted writes of this thread
+ *
+ * Their completion left them to this: applies the errors= policy, fails
+ * the writes parked behind them with -EIO, runs their @done, ends their
+ * turn (which may submit the next parked writes on the thread's queue).
+ * Call it with the thread's queue drained: the policy waits for the
+ * zone's reads in flight.
+ *
+ * Return: the writes finished.
+ */
+unsigned int p2z_zone_write_settle(void);
+
+/**
+ * p2z_zone_write_unsettled() - whether this thread has failed submitted
+ *				writes for p2z_zone_write_settle()
+ *
+ * Return: true if so.
+ */
+bool p2z_zone_write_unsettled(void);
 
 /**
  * p2z_zone_seq_expire() - fail the parked writes whose hold bound passed

@@ -340,8 +340,8 @@ static void awr_done(struct p2z_zone_wr *wr, ssize_t ret)
  * Submit the pattern at ofs from a buffer that is scribbled over and freed
  * once p2z_zone_write_async() returned: a parked write must use its copy.
  */
-static void awr_submit(struct awr *a, uint64_t zidx, uint64_t ofs, size_t len,
-		       bool append)
+static void awr_submit_q(struct awr *a, uint64_t zidx, uint64_t ofs, size_t len,
+			 bool append, struct p2z_dev_queue *q)
 {
 	void *buf = buf_alloc(len);
 
@@ -354,9 +354,22 @@ static void awr_submit(struct awr *a, uint64_t zidx, uint64_t ofs, size_t len,
 	a->wr.append = append;
 	a->wr.hold = awr_hold;
 	a->wr.done = awr_done;
+	a->wr.q = q;
 	p2z_zone_write_async(fx.zt, &a->wr);
 	memset(buf, 0xee, len);
 	free(buf);
+}
+
+static void awr_submit(struct awr *a, uint64_t zidx, uint64_t ofs, size_t len,
+		       bool append)
+{
+	awr_submit_q(a, zidx, ofs, len, append, NULL);
+}
+
+static void reap_all(struct p2z_dev_queue *q)
+{
+	while (p2z_dev_queue_inflight(q))
+		p2z_dev_queue_reap(q, 1);
 }
 
 /* Out of order: parked, then written in offset order by the third. */
@@ -487,6 +500,135 @@ START_TEST(test_aseq_reset_parked)
 }
 END_TEST
 
+/*
+ * Submitted on a queue: the write with the turn is at the device when
+ * p2z_zone_write_async() returns but answered from its completion, which
+ * advances the zone and submits the parked successor on the same queue.
+ */
+START_TEST(test_aseq_submitted)
+{
+	struct p2z_dev_queue *q;
+	struct awr a[3];
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	awr_seq = 0;
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(p2z_dev_queue_open(fx.dev, 4, &q), 0);
+	awr_submit_q(&a[1], z, l, l, false, q);
+	ck_assert(a[1].held);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 1);
+	awr_submit_q(&a[0], z, 0, l, false, q);
+	/* its data was copied: the caller's buffer is gone already */
+	ck_assert(a[0].held);
+	ck_assert_uint_eq(a[0].done + a[1].done, 0);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 1);
+	ck_assert_uint_eq(size_of(z), 0);
+	/* behind the write in flight, ahead of the write pointer: EINVAL */
+	awr_submit_q(&a[2], z, 0, l, false, q);
+	ck_assert_uint_eq(a[2].done, 1);
+	ck_assert_int_eq(a[2].ret, -EINVAL);
+	reap_all(q);
+	ck_assert_uint_eq(a[0].done + a[1].done, 2);
+	ck_assert_int_eq(a[0].ret, l);
+	ck_assert_int_eq(a[1].ret, l);
+	ck_assert_uint_eq(a[0].order, 2);
+	ck_assert_uint_eq(a[1].order, 3);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 0);
+	ck_assert_uint_eq(size_of(z), 2 * l);
+	ck_assert_uint_eq(dev_wp(z), 2 * l);
+	check_zone_data(z, 2 * l);
+	/* an append on the queue goes at the new write pointer */
+	awr_submit_q(&a[2], z, 2 * l, l, true, q);
+	ck_assert_uint_eq(a[2].done, 0);
+	reap_all(q);
+	ck_assert_int_eq(a[2].ret, l);
+	ck_assert_uint_eq(size_of(z), 3 * l);
+	check_zone_data(z, 3 * l);
+	ck_assert(!p2z_zone_write_unsettled());
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/*
+ * A submitted write fails: its completion leaves it to
+ * p2z_zone_write_settle() (errors= may wait for reads), which answers it
+ * and the write parked behind it with EIO; the zone goes on.
+ */
+START_TEST(test_aseq_submitted_error)
+{
+	struct p2z_dev_queue *q;
+	struct awr a, b;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_int_eq(p2z_dev_queue_open(fx.dev, 4, &q), 0);
+	awr_submit_q(&b, z, 2 * l, l, false, q);
+	ck_assert_int_eq(
+		p2z_emu_set_fault(fx.path, z, P2Z_EMU_FAULT_FAIL_NEXT_IO), 0);
+	awr_submit_q(&a, z, l, l, false, q);
+	reap_all(q);
+	ck_assert(p2z_zone_write_unsettled());
+	ck_assert_uint_eq(a.done + b.done, 0);
+	ck_assert_uint_eq(p2z_zone_write_settle(), 1);
+	ck_assert(!p2z_zone_write_unsettled());
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, -EIO);
+	ck_assert_uint_eq(b.done, 1);
+	ck_assert_int_eq(b.ret, -EIO);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 0);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 0);
+	ck_assert_uint_eq(dev_wp(z), l);
+	ck_assert_uint_eq(size_of(z), l);
+	/* errors=repair: the next write at the write pointer goes on */
+	awr_submit_q(&a, z, l, l, false, q);
+	reap_all(q);
+	ck_assert_int_eq(a.ret, l);
+	check_zone_data(z, 2 * l);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/*
+ * A reset while a submitted write is in flight (on a queue another
+ * thread reaps) waits for its completion: the write succeeds, then the
+ * zone is reset.
+ */
+START_TEST(test_aseq_submitted_reset)
+{
+	struct resetter r = { .ret = 1 };
+	struct p2z_dev_queue *q;
+	struct awr a;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_int_eq(p2z_dev_queue_open(fx.dev, 4, &q), 0);
+	awr_submit_q(&a, z, l, l, false, q);
+	ck_assert_uint_eq(a.done, 0);
+	r.zidx = z;
+	ck_assert_int_eq(pthread_create(&r.th, NULL, reset_fn, &r), 0);
+	/* Until the reset waits in the sequencer for the write in flight. */
+	while (p2z_zone_seq_waiting(fx.zt, z) < 1)
+		sched_yield();
+	ck_assert_int_eq(__atomic_load_n(&r.ret, __ATOMIC_ACQUIRE), 1);
+	reap_all(q);
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, l);
+	ck_assert_int_eq(pthread_join(r.th, NULL), 0);
+	ck_assert_int_eq(r.ret, 0);
+	ck_assert_uint_eq(size_of(z), 0);
+	ck_assert_uint_eq(dev_wp(z), 0);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
 static Suite *zone_seq_suite(void)
 {
 	Suite *s = suite_create("zone_seq");
@@ -502,6 +644,9 @@ static Suite *zone_seq_suite(void)
 	tcase_add_loop_test(tc, test_aseq_missing_predecessor, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_error_in_middle, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_reset_parked, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_submitted, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_submitted_error, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_submitted_reset, 0, 2);
 	tcase_add_test(tc, test_read_async_reset);
 	return s;
 }
