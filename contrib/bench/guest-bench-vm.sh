@@ -353,18 +353,20 @@ blk_add() {
 # tmpfs (/tmp) with nsid 4's geometry (16 zones of 96 MiB, 80 MiB
 # capacity, 4 KiB LBAs, appends up to nsid 4's transfer limit, so that
 # /dev/ublkbN takes requests of the same largest size as blk's): ublk and
-# the server with a backend that costs next to nothing
-EMU_IMG=/tmp/blk-emu.img
-emu_add() {
-	local out
+# the server with a backend that costs next to nothing. Variant
+# blk-emu512: the same with appends up to 512 KiB, the kernel block
+# device's largest request: a 128 KiB write is one ublk request, not two
+# (124 KiB + 4 KiB), which shows what the split costs.
+emu_add() { # variant max-append
+	local out img=/tmp/$1.img
 
-	rm -f "$EMU_IMG"
-	if ! out=$(po2zfs-emu create "$EMU_IMG" --zone-size 96M --zone-cap 80M \
-		--zones 16 --max-append "${MAXT[4]}" 2>&1); then
-		result blk-emu add FAIL "po2zfs-emu create: $out"
+	rm -f "$img"
+	if ! out=$(po2zfs-emu create "$img" --zone-size 96M --zone-cap 80M \
+		--zones 16 --max-append "$2" 2>&1); then
+		result "$1" add FAIL "po2zfs-emu create: $out"
 		return 1
 	fi
-	blk_add blk-emu "$EMU_IMG"
+	blk_add "$1" "$img"
 }
 
 # The kernel-side reference: a zoned, memory-backed null_blk with the
@@ -502,8 +504,9 @@ blk_prof() {
 		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 	: >"$B/prof-rows"
 	for job in rr1 wr4; do
-		for v in kdev nullb blk-emu blk; do
+		for v in kdev nullb blk-emu blk-emu512 blk; do
 			[ -n "${BDEV[$v]:-}" ] || continue
+			[ $v != blk-emu512 ] || [ $job = wr4 ] || continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 2
 			prof_job "$v" "$job"
 		done
@@ -846,6 +849,8 @@ blk_table() {
 	c="blk-emu|ublk over tmpfs emu;blk-emu/kdev|emu / kernel"
 	c+=";blk-emu~kdev|serial bound;blk/kdev|po2zfs-blk / kernel"
 	c+=";blk/blk-emu|po2zfs-blk / emu;nullb|null_blk;nullb/kdev|null_blk / kernel"
+	c+=";blk-emu512|ublk over emu, 512 KiB requests"
+	c+=";blk-emu512/blk-emu|512 KiB / 124 KiB"
 	grid "$BROWS" "$c"
 	echo
 	echo "Completion latency per request (fio clat mean, µs, median of" \
@@ -853,7 +858,7 @@ blk_table() {
 	echo
 	c="kdev@clat|kernel block device;nullb@clat|null_blk"
 	c+=";blk-emu@clat|ublk over emu;blk@clat|po2zfs-blk nvme"
-	c+=";raw-blk@clat|raw passthrough"
+	c+=";blk-emu512@clat|ublk over emu, 512 KiB;raw-blk@clat|raw passthrough"
 	grid "$BROWS" "$c"
 	[ -s "$B/prof.md" ] && cat "$B/prof.md"
 }
@@ -929,7 +934,8 @@ if has_part blk; then
 		[ "$BENCH_BASE" = 1 ] &&
 			blk_add blk-base "${NG[8]:-}" /p2z/base/po2zfs-blk &&
 			BVARS+=(blk-base)
-		emu_add && BVARS+=(blk-emu)
+		emu_add blk-emu "${MAXT[4]}" && BVARS+=(blk-emu)
+		emu_add blk-emu512 512K && BVARS+=(blk-emu512)
 	else
 		result blk add FAIL "no /dev/ublk-control"
 	fi
@@ -1044,7 +1050,7 @@ stats_table() {
 	has_part qd1 && stats_table
 } | sed 's/^/P2Z-TABLE /'
 
-for v in blk blk-emu blk-base; do
+for v in blk blk-emu blk-emu512 blk-base; do
 	[ -n "${BDEV[$v]:-}" ] || continue
 	b=po2zfs-blk
 	[ $v != blk-base ] || b=/p2z/base/po2zfs-blk
