@@ -490,6 +490,15 @@ prof_job() {
 			END { for (k in c) if (c[k] >= n / 2) {
 				printf "%s%s %.0f µs", s, k, t[k] * 1000 / c[k]
 				s = ", " } }' "$o.trace")"
+		# where the server's CPU time goes: sampled (cpu-clock: TCG has
+		# no PMU), top symbols, kernel [k] and user [.]
+		FIO_PRE=(perf record -q -e cpu-clock -F 4000 -o "$o.data" -p "$pid" --)
+		RES2=$B/results-prof blk_job s "$v" "$job"
+		FIO_PRE=()
+		perf report -i "$o.data" --stdio --no-children --sort dso,sym \
+			2>/dev/null | awk -v t="$v $job" '
+			$1 ~ /%$/ && n < 14 { $1 = $1; l = l (n++ ? ", " : "") $0 }
+			END { if (n) print "- " t ": " l }' >>"$B/prof-syms"
 	else
 		row+=" | - | - | - | -"
 	fi
@@ -503,6 +512,7 @@ blk_prof() {
 	mountpoint -q /sys/kernel/tracing ||
 		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
 	: >"$B/prof-rows"
+	: >"$B/prof-syms"
 	for job in rr1 wr4; do
 		for v in kdev nullb blk-emu blk-emu512 blk; do
 			[ -n "${BDEV[$v]:-}" ] || continue
@@ -527,6 +537,13 @@ blk_prof() {
 		echo "| job | I/Os | guest CPU µs | guest ctx sw | guest syscalls | IRQs | server CPU µs | server ctx sw | server syscalls / I/O | server µs per call | clat µs |"
 		echo "|---|---|---|---|---|---|---|---|---|---|---|"
 		cat "$B/prof-rows"
+		[ -s "$B/prof-syms" ] || return 0
+		echo
+		echo "The server's CPU time by symbol (perf record -e cpu-clock" \
+			"-p <server>, a third run; perf report --sort dso,sym," \
+			"% of the server's samples, the top 14):"
+		echo
+		cat "$B/prof-syms"
 	} >"$B/prof.md"
 }
 
