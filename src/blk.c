@@ -181,6 +181,21 @@ uint32_t p2z_blk_cache_attrs(bool volatile_cache)
 	return volatile_cache ? UBLK_ATTR_VOLATILE_CACHE | UBLK_ATTR_FUA : 0;
 }
 
+int p2z_blk_io_limits(uint32_t max_xfer, uint32_t max_append, uint32_t page,
+		      uint32_t cap, uint32_t *io, uint32_t *append)
+{
+	uint32_t a = max_xfer < max_append ? max_xfer : max_append;
+
+	if (a > cap)
+		a = cap;
+	a &= ~(page - 1);
+	if (!a)
+		return -EINVAL;
+	*io = cap;
+	*append = a;
+	return 0;
+}
+
 enum p2z_blk_owner p2z_blk_owner_of(bool have_record, int rec_pid, int kern_pid,
 				    uint64_t srv_flags)
 {

@@ -41,13 +41,23 @@
 
 /*
  * The ublk device's parameters: the po2 zone size as chunk_sectors, the
- * native capacity per zone (reported), the device's limits; requests no
- * larger than a single zone append or transfer (P2Z_BLK_MAX_IO at most).
+ * native capacity per zone (reported), the device's limits; reads and
+ * writes up to the tag buffer (P2Z_BLK_MAX_IO, the device queue splits
+ * them), appends no larger than a single device append or transfer
+ * (p2z_blk_io_limits()).
  */
 static void p2z_blk_params(const struct p2z_blk *blk, struct p2z_ublk_params *p)
 {
 	const struct p2z_dev_info *info = &blk->dev->info;
+	uint32_t io, append;
 
+	/* p2z_blk_dev_open() refused a device where this fails. */
+	if (p2z_blk_io_limits(info->max_xfer_bytes, info->max_append_bytes,
+			      (uint32_t)sysconf(_SC_PAGESIZE), P2Z_BLK_MAX_IO,
+			      &io, &append))
+		append = 0;
+	if (append > blk->buf_bytes)
+		append = blk->buf_bytes;
 	memset(p, 0, sizeof(*p));
 	p->len = sizeof(*p);
 	p->types = UBLK_PARAM_TYPE_BASIC | UBLK_PARAM_TYPE_ZONED;
@@ -62,8 +72,7 @@ static void p2z_blk_params(const struct p2z_blk *blk, struct p2z_ublk_params *p)
 		p2z_blk_zone_limit(info->max_open, blk->g.nr_zones);
 	p->zoned.max_active_zones =
 		p2z_blk_zone_limit(info->max_active, blk->g.nr_zones);
-	p->zoned.max_zone_append_sectors = blk->buf_bytes >>
-					   P2Z_BLK_SECTOR_SHIFT;
+	p->zoned.max_zone_append_sectors = append >> P2Z_BLK_SECTOR_SHIFT;
 }
 
 /* ADD_DEV with zoned user copy; anything less means no usable ublk. */
@@ -169,7 +178,13 @@ int p2z_blk_ident_node(const char *path, char *buf, size_t size)
 	return 0;
 }
 
-static int p2z_blk_ident(struct p2z_blk *blk, const char *path)
+/*
+ * The backing device's identity: its node and geometry, and its append
+ * limit as max= (the one limit taken from the device, and what max=
+ * recorded when requests were no larger than it: a record from then still
+ * matches).
+ */
+static int p2z_blk_ident(struct p2z_blk *blk, const char *path, uint32_t append)
 {
 	int ret = p2z_blk_ident_node(path, blk->ident, sizeof(blk->ident));
 
@@ -179,8 +194,7 @@ static int p2z_blk_ident(struct p2z_blk *blk, const char *path)
 		 sizeof(blk->ident) - strlen(blk->ident),
 		 " lba=%" PRIu32 " zone=%" PRIu64 " zones=%" PRIu64
 		 " max=%" PRIu32,
-		 blk->g.lba_bytes, blk->g.zone_lba, blk->g.nr_zones,
-		 blk->buf_bytes);
+		 blk->g.lba_bytes, blk->g.zone_lba, blk->g.nr_zones, append);
 	return 0;
 }
 
@@ -189,7 +203,7 @@ static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
 {
 	const struct p2z_dev_info *info;
 	unsigned long errs;
-	uint32_t max;
+	uint32_t max, append;
 	int ret;
 
 	/* The device layer says why it refuses; one line, not two. */
@@ -211,13 +225,9 @@ static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
 		return p2z_blk_fail(-EFBIG,
 				    "%s: geometry too large for a ublk device",
 				    path);
-	max = info->max_xfer_bytes < info->max_append_bytes ?
-		      info->max_xfer_bytes :
-		      info->max_append_bytes;
-	if (max > P2Z_BLK_MAX_IO)
-		max = P2Z_BLK_MAX_IO;
-	max &= ~((uint32_t)sysconf(_SC_PAGESIZE) - 1);
-	if (!max)
+	if (p2z_blk_io_limits(info->max_xfer_bytes, info->max_append_bytes,
+			      (uint32_t)sysconf(_SC_PAGESIZE), P2Z_BLK_MAX_IO,
+			      &max, &append))
 		return p2z_blk_fail(-EINVAL,
 				    "%s: transfer limit below a page, unusable",
 				    path);
@@ -230,7 +240,7 @@ static int p2z_blk_dev_open(struct p2z_blk *blk, const char *path,
 	if (ret)
 		return p2z_blk_fail(ret, "%s: zone report: %s", path,
 				    strerror(-ret));
-	return p2z_blk_ident(blk, path);
+	return p2z_blk_ident(blk, path, append);
 }
 
 /*

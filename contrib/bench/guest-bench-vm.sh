@@ -36,7 +36,10 @@
 # without async direct I/O, as FUSE's bound); "blk" po2zfs-blk: fio on the
 # /dev/ublkbN of nsid 4 (npo2) against nsid 5's block device (po2, the
 # kernel's) and raw passthrough on nsid 4 (zones 12 and up), randread 4k
-# QD1 and QD16 and 4 sequential writers on 4 zones (zonemode=zbd). With
+# QD1 and QD16 and 4 sequential writers on 4 zones (zonemode=zbd); the
+# same jobs on blk-emu (po2zfs-blk over an emu image in /tmp, nsid 4's
+# geometry: the ublk bound) and nullb (the kernel's zoned null_blk), and
+# with perf in the guest a profile of each (blk_prof). With
 # BENCH_BASE=1 a second build (/p2z/base) runs beside the measured one on
 # namespaces of its own (nsid 6 npo2, 7 po2, 8 npo2 for po2zfs-blk):
 # variants po2-base, npo2-base and blk-base, interleaved with the others.
@@ -249,14 +252,17 @@ READF="4 5 6 7"
 APPF="11 12 13 14"
 
 # fio_run ROUND VARIANT JOB SECTION BYTES FIO-ARGS...: one fio run (its
-# jobs reported as one group); "round variant job MiB/s clat_us" in $RES2,
-# and its result line: FAIL if fio failed or moved fewer than BYTES
+# jobs reported as one group), under the command FIO_PRE (default none);
+# "round variant job MiB/s clat_us" in $RES2, and its result line: FAIL
+# if fio failed or moved fewer than BYTES
+FIO_PRE=()
 fio_run() {
 	local r=$1 v=$2 job=$3 sec=$4 want=$5 out n io mib clat
 
 	shift 5
 	out=$J/r$r-$v-$job.json
-	fio --output-format=json --output="$out" "$@" >"$out.err" 2>&1
+	"${FIO_PRE[@]}" fio --output-format=json --output="$out" "$@" \
+		>"$out.err" 2>&1
 	n=$?
 	io=0 mib=0.000 clat=0
 	[ $n != 0 ] || read -r io mib clat < <(fio_result "$out" "$sec")
@@ -321,12 +327,13 @@ conc_job() { # round variant job
 declare -A BDEV
 Z=$((128 * M)) # po2 zone size of /dev/ublkbN and of nsid 5's disk
 
-# blk_add VARIANT NSID [BINARY]: po2zfs-blk add of the namespace
+# blk_add VARIANT DEVICE [BINARY]: po2zfs-blk add of DEVICE (a generic
+# device or an emu image)
 blk_add() {
-	local v=$1 ng=${NG[$2]:-} bin=${3:-po2zfs-blk} out
+	local v=$1 ng=$2 bin=${3:-po2zfs-blk} out
 
 	if [ -z "$ng" ] || ! command -v "$bin" >/dev/null; then
-		result "$v" add FAIL "no generic device for nsid $2 or no $bin"
+		result "$v" add FAIL "no backing device ($ng) or no $bin"
 		return 1
 	fi
 	out=$(timeout 60 "$bin" add "$ng" 2>&1 </dev/null)
@@ -340,6 +347,42 @@ blk_add() {
 	fi
 	BDEV[$v]=$out
 	result "$v" add PASS "$bin add $ng: $out"
+}
+
+# The ublk bound: po2zfs-blk serving an emulated image on the guest's
+# tmpfs (/tmp) with nsid 4's geometry (16 zones of 96 MiB, 80 MiB
+# capacity, 4 KiB LBAs, appends up to nsid 4's transfer limit, so that
+# /dev/ublkbN takes requests of the same largest size as blk's): ublk and
+# the server with a backend that costs next to nothing. Variant
+# blk-emu512: the same with appends up to 512 KiB, the kernel block
+# device's largest request: a 128 KiB write is one ublk request, not two
+# (124 KiB + 4 KiB), which shows what the split costs.
+emu_add() { # variant max-append
+	local out img=/tmp/$1.img
+
+	rm -f "$img"
+	if ! out=$(po2zfs-emu create "$img" --zone-size 96M --zone-cap 80M \
+		--zones 16 --max-append "$2" 2>&1); then
+		result "$1" add FAIL "po2zfs-emu create: $out"
+		return 1
+	fi
+	blk_add "$1" "$img"
+}
+
+# The kernel-side reference: a zoned, memory-backed null_blk with the
+# po2 zones of nsid 5 (16 of 128 MiB, 80 MiB capacity, 4 KiB blocks)
+nullb_add() {
+	local ko dev=/dev/nullb0
+
+	ko=$(grep null_blk /lib/modules/load.list)
+	if [ -z "$ko" ] || ! insmod "/lib/modules/$(uname -r)/$ko" \
+		nr_devices=1 zoned=1 gb=2 bs=4096 zone_size=128 \
+		zone_capacity=80 memory_backed=1 || [ ! -b $dev ]; then
+		result nullb add FAIL "null_blk (zoned) did not load"
+		return 1
+	fi
+	BDEV[nullb]=$dev
+	result nullb add PASS "null_blk zoned=1 zone_size=128 zone_capacity=80 memory_backed=1"
 }
 
 # blk_prep VARIANT: CM MiB at the start of the read zone (zone 0, or 12 of
@@ -382,6 +425,126 @@ blk_job() { # round variant job
 			--group_reporting "${a[@]}"
 		;;
 	esac
+}
+
+# ---- where a po2zfs-blk request's time goes (perf in the guest) ----
+
+# blk_pid VARIANT: the pid of the server of BDEV[VARIANT] (its record)
+blk_pid() {
+	sed -n 2p "/run/po2zfs-blk/${BDEV[$1]#/dev/ublkb}" 2>/dev/null
+}
+
+# busy jiffies of the guest's CPUs (user nice system irq softirq steal)
+cpu_busy() {
+	awk '$1 == "cpu" { print $2 + $3 + $4 + $7 + $8 + $9; exit }' /proc/stat
+}
+
+# perf_val FILE EVENT: the count of EVENT in perf stat -x, output FILE
+perf_val() {
+	awk -F, -v e="$2" '$3 == e { print $1 + 0; f = 1 } END { if (!f) print 0 }' "$1" 2>/dev/null
+}
+
+SC_EV="syscalls:sys_enter_io_uring_enter,syscalls:sys_enter_pread64"
+SC_EV+=",syscalls:sys_enter_pwrite64,syscalls:sys_enter_poll"
+SC_EV+=",syscalls:sys_enter_read,syscalls:sys_enter_write"
+
+# prof_job VARIANT JOB: the job twice more (outside the medians): under
+# perf stat of the server (-p, its threads) and of the guest (-a), with
+# the guest's busy CPU time from /proc/stat; then, for a server, under
+# perf trace -s (time per system call). One row of $B/prof-rows.
+prof_job() {
+	local v=$1 job=$2 pid o=$J/prof-$1-$2 b0 b1 io bs=4096 n row
+	local pre=() ev=task-clock,context-switches,raw_syscalls:sys_enter
+
+	pid=$(blk_pid "$v")
+	[ -z "$pid" ] ||
+		pre=(perf stat -x "," -o "$o.srv" -e "$ev,$SC_EV" -p "$pid" --)
+	pre+=(perf stat -x "," -o "$o.all" -a -e
+		"context-switches,raw_syscalls:sys_enter,irq:irq_handler_entry" --)
+	b0=$(cpu_busy)
+	FIO_PRE=("${pre[@]}")
+	RES2=$B/results-prof blk_job p "$v" "$job"
+	b1=$(cpu_busy)
+	FIO_PRE=()
+	io=$(fio_result "$J/rp-$v-$job.json" "$([ "$job" = wr4 ] && echo write || echo read)")
+	read -r io _ clat <<<"$io"
+	[ "$job" = wr4 ] && bs=131072
+	n=$((${io:-0} / bs))
+	[ "$n" -gt 0 ] || return 0
+	row="| $v $job | $n | $(awk -v b=$((b1 - b0)) -v n=$n 'BEGIN { printf "%.0f", b * 10000 / n }')"
+	row+=" | $(awk -v a="$(perf_val "$o.all" context-switches)" -v n=$n 'BEGIN { printf "%.1f", a / n }')"
+	row+=" | $(awk -v a="$(perf_val "$o.all" raw_syscalls:sys_enter)" -v n=$n 'BEGIN { printf "%.1f", a / n }')"
+	row+=" | $(awk -v a="$(perf_val "$o.all" irq:irq_handler_entry)" -v n=$n 'BEGIN { printf "%.1f", a / n }')"
+	if [ -n "$pid" ]; then
+		row+=" | $(awk -v a="$(perf_val "$o.srv" task-clock)" -v n=$n 'BEGIN { printf "%.0f", a * 1000 / n }')"
+		row+=" | $(awk -v a="$(perf_val "$o.srv" context-switches)" -v n=$n 'BEGIN { printf "%.1f", a / n }')"
+		row+=" | $(awk -F, -v n=$n '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+			e = $3; sub(/^syscalls:sys_enter_/, "", e)
+			printf "%s%s %.2f", s, e, $1 / n; s = ", " }' "$o.srv")"
+		FIO_PRE=(perf trace -s -o "$o.trace" -p "$pid" --)
+		RES2=$B/results-prof blk_job t "$v" "$job"
+		FIO_PRE=()
+		row+=" | $(awk -v n=$n '
+			$1 ~ /^[a-z_0-9]+$/ && $2 ~ /^[0-9]+$/ && $4 ~ /^[0-9.]+$/ {
+				c[$1] += $2; t[$1] += $4 }
+			END { for (k in c) if (c[k] >= n / 2) {
+				printf "%s%s %.0f µs", s, k, t[k] * 1000 / c[k]
+				s = ", " } }' "$o.trace")"
+		# where the server's CPU time goes: sampled (cpu-clock: TCG has
+		# no PMU), top symbols, kernel [k] and user [.]
+		FIO_PRE=(perf record -q -e cpu-clock -F 4000 -o "$o.data" -p "$pid" --)
+		RES2=$B/results-prof blk_job s "$v" "$job"
+		FIO_PRE=()
+		perf report -i "$o.data" --stdio --no-children --sort dso,sym \
+			2>/dev/null | awk -v t="$v $job" '
+			$1 ~ /%$/ && n < 14 { $1 = $1; l = l (n++ ? ", " : "") $0 }
+			END { if (n) print "- " t ": " l }' >>"$B/prof-syms"
+	else
+		row+=" | - | - | - | -"
+	fi
+	echo "$row | ${clat:-0} |" >>"$B/prof-rows"
+}
+
+blk_prof() {
+	local v job
+
+	command -v perf >/dev/null || return 0
+	mountpoint -q /sys/kernel/tracing ||
+		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+	: >"$B/prof-rows"
+	: >"$B/prof-syms"
+	for job in rr1 wr4; do
+		for v in kdev nullb blk-emu blk-emu512 blk; do
+			[ -n "${BDEV[$v]:-}" ] || continue
+			[ $v != blk-emu512 ] || [ $job = wr4 ] || continue
+			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 2
+			prof_job "$v" "$job"
+		done
+	done
+	[ -s "$B/prof-rows" ] || return 0
+	{
+		echo
+		echo "Where the time goes (each job once more, outside the" \
+			"medians; perf $(perf --version | cut -d' ' -f3) in the" \
+			"guest): per fio I/O, the guest's busy CPU µs (/proc/stat," \
+			"both vCPUs), context switches, system calls and interrupts" \
+			"of the whole guest (perf stat -a); the server's CPU µs" \
+			"(task-clock), context switches and system calls by name" \
+			"(perf stat -p); mean µs per call of the server's frequent" \
+			"calls (perf trace -s, another run: its own cost inflates" \
+			"them); fio clat of the perf stat run"
+		echo
+		echo "| job | I/Os | guest CPU µs | guest ctx sw | guest syscalls | IRQs | server CPU µs | server ctx sw | server syscalls / I/O | server µs per call | clat µs |"
+		echo "|---|---|---|---|---|---|---|---|---|---|---|"
+		cat "$B/prof-rows"
+		[ -s "$B/prof-syms" ] || return 0
+		echo
+		echo "The server's CPU time by symbol (perf record -e cpu-clock" \
+			"-p <server>, a third run; perf report --sort dso,sym," \
+			"% of the server's samples, the top 14):"
+		echo
+		cat "$B/prof-syms"
+	} >"$B/prof.md"
 }
 
 # ---- tables ----
@@ -571,7 +734,8 @@ table() {
 # grid ROWS COLS [FILE]: a markdown table of the lines "round variant job
 # MiB/s clat_us" of FILE (default $RES2); ROWS "job|label;...", COLS
 # "spec|header;..." where spec is a variant (median MiB/s), a/b (median of
-# the per-round ratios of a to b) or variant@clat (median clat, µs)
+# the per-round ratios of a to b), a~b (median of the per-round a / (a +
+# b)) or variant@clat (median clat, µs)
 GRID_AWK=$(cat <<'EOF2'
 function med(list,    n, i, j, t, a) {
 	n = split(list, a, " ")
@@ -589,6 +753,16 @@ function fmt(x) {
 	return x + 0 >= 100 ? sprintf("%.0f", x) : sprintf("%.1f", x)
 }
 function cell(spec, job,    ab, r, l) {
+	if (index(spec, "~")) {
+		split(spec, ab, "~")
+		l = ""
+		for (r = 1; r <= nr; r++)
+			if ((r, ab[1], job) in mib && (r, ab[2], job) in mib &&
+			    mib[r, ab[1], job] + mib[r, ab[2], job] > 0)
+				l = l " " mib[r, ab[1], job] / (mib[r, ab[1], job] + mib[r, ab[2], job])
+		l = med(l)
+		return l == "" ? "-" : sprintf("%.2f", l)
+	}
 	if (index(spec, "/")) {
 		split(spec, ab, "/")
 		l = ""
@@ -677,6 +851,33 @@ blk_table() {
 	c+=";blk|po2zfs-blk npo2;blk/kdev|ublk / kernel;blk/raw-blk|ublk / raw"
 	c+=";blk@clat|ublk clat µs;kdev@clat|kernel clat µs"
 	grid "$BROWS" "$c"
+	echo
+	echo "The ublk bound: po2zfs-blk on an emulated image in the guest's" \
+		"tmpfs with nsid 4's geometry (${BDEV[blk-emu]:-none}: ublk and" \
+		"the server, a backend that costs next to nothing) and the" \
+		"kernel's zoned null_blk (${BDEV[nullb]:-none}, memory backed)," \
+		"the same jobs, MiB/s and ratios to the kernel block device; the" \
+		"serial bound emu / (emu + kernel): a request through ublk pays" \
+		"ublk's round trip (ublk over emu, at best) and the device's" \
+		"time (the kernel block device's, at best) one after the other" \
+		"(so it holds for QD1 and for each psync writer; at QD16 the two" \
+		"overlap and ublk over emu / kernel is the bound):"
+	echo
+	c="blk-emu|ublk over tmpfs emu;blk-emu/kdev|emu / kernel"
+	c+=";blk-emu~kdev|serial bound;blk/kdev|po2zfs-blk / kernel"
+	c+=";blk/blk-emu|po2zfs-blk / emu;nullb|null_blk;nullb/kdev|null_blk / kernel"
+	c+=";blk-emu512|ublk over emu, 512 KiB requests"
+	c+=";blk-emu512/blk-emu|512 KiB / 124 KiB"
+	grid "$BROWS" "$c"
+	echo
+	echo "Completion latency per request (fio clat mean, µs, median of" \
+		"the rounds); largest request (max_sectors_kb): $MAXKB"
+	echo
+	c="kdev@clat|kernel block device;nullb@clat|null_blk"
+	c+=";blk-emu@clat|ublk over emu;blk@clat|po2zfs-blk nvme"
+	c+=";blk-emu512@clat|ublk over emu, 512 KiB;raw-blk@clat|raw passthrough"
+	grid "$BROWS" "$c"
+	[ -s "$B/prof.md" ] && cat "$B/prof.md"
 }
 
 # the measured build against the base, side by side: every job of every
@@ -746,14 +947,18 @@ if has_part conc; then
 fi
 if has_part blk; then
 	if [ -c /dev/ublk-control ]; then
-		blk_add blk 4 && BVARS+=(blk)
-		[ "$BENCH_BASE" = 1 ] && blk_add blk-base 8 /p2z/base/po2zfs-blk &&
+		blk_add blk "${NG[4]:-}" && BVARS+=(blk)
+		[ "$BENCH_BASE" = 1 ] &&
+			blk_add blk-base "${NG[8]:-}" /p2z/base/po2zfs-blk &&
 			BVARS+=(blk-base)
+		emu_add blk-emu "${MAXT[4]}" && BVARS+=(blk-emu)
+		emu_add blk-emu512 512K && BVARS+=(blk-emu512)
 	else
 		result blk add FAIL "no /dev/ublk-control"
 	fi
 	BDEV[kdev]=/dev/${DISK[5]:-none}
 	[ -b "${BDEV[kdev]}" ] && BVARS+=(kdev)
+	nullb_add && BVARS+=(nullb)
 	[ -n "${NG[4]:-}" ] && BVARS+=(raw-blk)
 	for v in "${BVARS[@]}"; do
 		blk_prep "$v" || result "$v" blk-prep FAIL "$CM MiB into the read zone"
@@ -815,6 +1020,12 @@ for r in $(seq "$BENCH_ROUNDS"); do
 done
 [ "$SECONDS" -le "$BENCH_BUDGET" ] ||
 	say "time budget of ${BENCH_BUDGET}s passed in round $((DONE + 1))"
+MAXKB=
+for v in "${BVARS[@]}"; do
+	[ -n "${BDEV[$v]:-}" ] || continue
+	MAXKB+="${MAXKB:+, }$v $(cat "/sys/block/${BDEV[$v]#/dev/}/queue/max_sectors_kb" 2>/dev/null)"
+done
+has_part blk && blk_prof
 
 # Where a request's time goes: per po2zfs job of the last round, the FUSE
 # requests the daemon served (fs.*: count, mean size, mean time) and what
@@ -856,10 +1067,10 @@ stats_table() {
 	has_part qd1 && stats_table
 } | sed 's/^/P2Z-TABLE /'
 
-for v in blk blk-base; do
+for v in blk blk-emu blk-emu512 blk-base; do
 	[ -n "${BDEV[$v]:-}" ] || continue
 	b=po2zfs-blk
-	[ $v = blk ] || b=/p2z/base/po2zfs-blk
+	[ $v != blk-base ] || b=/p2z/base/po2zfs-blk
 	timeout 60 "$b" del "${BDEV[$v]#/dev/ublkb}" </dev/null ||
 		say "$b del ${BDEV[$v]} failed"
 done

@@ -24,7 +24,10 @@
 #   P2Z_BENCH_PARTS    which parts run (default "qd1 conc blk"): qd1 the
 #                      QD1 jobs per size, conc the concurrency jobs (QD16,
 #                      4 readers, 4 appenders), blk po2zfs-blk against the
-#                      kernel's block device and raw passthrough
+#                      kernel's block device and raw passthrough, with
+#                      the ublk bound (po2zfs-blk over an emulated image
+#                      on the guest's tmpfs), the kernel's zoned null_blk
+#                      and, if the host has perf, a profile of each job
 #   P2Z_BENCH_SECS     seconds per timed reader job of conc and blk
 #                      (default 4)
 #   P2Z_BENCH_CONC_MIB MiB per zone of conc and blk (default 32)
@@ -161,6 +164,11 @@ main() {
 		cp "$b" "$d/" || die "cannot copy $b"
 		copy_libs "$root" "$b"
 	done
+	# perf for the blk part's profile (where a request's time goes), if
+	# the host has it: the guest mounts tracefs for its tracepoints
+	if [[ " $parts " == *" blk "* ]] && [ -x /usr/bin/perf ]; then
+		copy_bins "$root" /usr/bin/perf
+	fi
 	build_zonefs_sb "$root" || die "no zonefs super block"
 	mkdir -p "$images" || die "cannot create $images"
 	imgdir=$(mktemp -d "$images/po2zfs-gbench.XXXXXX") ||
@@ -180,7 +188,8 @@ main() {
 	} >"$root/p2z/vm.conf"
 	vm_pack "$root" "$work/base.cpio" || die "initramfs did not build"
 	mkdir -p "$work/$kver"
-	build_modules_cpio "$kroot" "$work/$kver/mods.cpio" nvme fuse zonefs ublk_drv ||
+	build_modules_cpio "$kroot" "$work/$kver/mods.cpio" nvme fuse zonefs ublk_drv \
+		null_blk ||
 		die "modules of $kver"
 	cat "$work/base.cpio" "$work/$kver/mods.cpio" >"$work/$kver/initrd"
 

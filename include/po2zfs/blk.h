@@ -228,6 +228,31 @@ unsigned int p2z_blk_io_flags(uint32_t op_flags);
 uint32_t p2z_blk_cache_attrs(bool volatile_cache);
 
 /**
+ * p2z_blk_io_limits() - the request sizes the ublk device announces
+ * @max_xfer: the device's largest single read or write, bytes
+ * @max_append: the device's largest single zone append, bytes (0: none)
+ * @page: the page size, a power of 2
+ * @cap: the largest request the server takes (P2Z_BLK_MAX_IO), a multiple
+ *	 of @page
+ * @io: out: the largest read or write (max_sectors), each tag buffer's size
+ * @append: out: the largest zone append (max_zone_append_sectors)
+ *
+ * A read or write longer than the device's transfer limit is one ublk
+ * request all the same: the device queue splits it, a write into pieces in
+ * order (each after the one before, the zone's gate held throughout), a
+ * read concurrently. Announcing the transfer limit instead makes the block
+ * layer split it into ublk requests (a 128 KiB write into 124 + 4 KiB on a
+ * device taking 124 KiB) that zone write plugging runs one after the other.
+ * An append stays one device command: no longer than the device's append
+ * and transfer limits.
+ *
+ * Return: 0 with @io = @cap and @append its whole pages of the least of
+ * @max_xfer, @max_append and @cap; -EINVAL if that is below a page.
+ */
+int p2z_blk_io_limits(uint32_t max_xfer, uint32_t max_append, uint32_t page,
+		      uint32_t cap, uint32_t *io, uint32_t *append);
+
+/**
  * p2z_blk_owner_of() - whether a ublk device is the one a record describes
  * @have_record: /run/po2zfs-blk/N exists
  * @rec_pid: the server pid the record holds (0 if none)

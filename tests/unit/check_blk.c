@@ -285,6 +285,43 @@ START_TEST(test_zone_limit_cases)
 }
 END_TEST
 
+/*
+ * Reads and writes get the whole cap whatever the device's transfer limit
+ * (a device taking 124 KiB no longer has a 128 KiB write cut in two ublk
+ * requests); appends stay within one device command, in whole pages.
+ */
+START_TEST(test_io_limits_cases)
+{
+	static const struct {
+		uint32_t xfer, append, page, cap;
+		int ret;
+		uint32_t io, app;
+	} cases[] = {
+		{ 126976, 126976, 4096, 524288, 0, 524288, 126976 },
+		{ 126976, 524288, 4096, 524288, 0, 524288, 126976 },
+		{ 1048576, 262144, 4096, 524288, 0, 524288, 262144 },
+		{ 1048576, 1048576, 4096, 524288, 0, 524288, 524288 },
+		{ 131072, 126976 + 512, 4096, 524288, 0, 524288, 126976 },
+		{ 126976, 126976, 65536, 524288, 0, 524288, 65536 },
+		{ 2048, 131072, 4096, 524288, -EINVAL, 1, 1 },
+		{ 131072, 0, 4096, 524288, -EINVAL, 1, 1 },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		uint32_t io = 1, app = 1;
+
+		ck_assert_int_eq(p2z_blk_io_limits(cases[i].xfer,
+						   cases[i].append,
+						   cases[i].page, cases[i].cap,
+						   &io, &app),
+				 cases[i].ret);
+		ck_assert_uint_eq(io, cases[i].io);
+		ck_assert_uint_eq(app, cases[i].app);
+	}
+}
+END_TEST
+
 START_TEST(test_errno_cases)
 {
 	ck_assert_int_eq(p2z_blk_errno(-ETOOMANYREFS), -ETOOMANYREFS);
@@ -880,6 +917,7 @@ static Suite *blk_suite(void)
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_io_flags_fua);
 	tcase_add_test(tc, test_cache_attrs);
+	tcase_add_test(tc, test_io_limits_cases);
 	tc = tcase_create("owner");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_owner_cases);

@@ -101,7 +101,11 @@ check_geometry() { # cfg dev
 		why="$why logical_block_size=$(cat "$q/logical_block_size")"
 	[ "$(cat "$q/zone_append_max_bytes")" -gt 0 ] ||
 		why="$why zone_append_max_bytes=$(cat "$q/zone_append_max_bytes")"
-	result_why "$cfg" "geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), 4 KiB blocks, max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones"), zone append $(($(cat "$q/zone_append_max_bytes") / 1024)) KiB, cache $(cat "$q/write_cache")"
+	# po2zfs-blk takes 512 KiB reads and writes whatever the device's
+	# transfer limit (its appends stay within the device's append limit)
+	[ "$cfg" != ublk ] || [ "$(cat "$q/max_hw_sectors_kb")" = 512 ] ||
+		why="$why max_hw_sectors_kb=$(cat "$q/max_hw_sectors_kb")"
+	result_why "$cfg" "geometry" "$why" "$NZ zones, len $((Z / 512)), cap $((CAP / 512)), 4 KiB blocks, max_open $(cat "$q/max_open_zones"), max_active $(cat "$q/max_active_zones"), requests $(cat "$q/max_hw_sectors_kb") KiB, zone append $(($(cat "$q/zone_append_max_bytes") / 1024)) KiB, cache $(cat "$q/write_cache")"
 }
 
 # The gap between a zone's capacity and the po2 boundary: zeros to read,
