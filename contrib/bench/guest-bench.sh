@@ -27,7 +27,9 @@
 #                      kernel's block device and raw passthrough, with
 #                      the ublk bound (po2zfs-blk over an emulated image
 #                      on the guest's tmpfs), the kernel's zoned null_blk
-#                      and, if the host has perf, a profile of each job
+#                      and, with P2Z_BENCH_PROFILE=1 and perf on the
+#                      host, a profile of each job (off by default: perf
+#                      under TCG once crashed a guest, int3 oops)
 #   P2Z_BENCH_SECS     seconds per timed reader job of conc and blk
 #                      (default 4)
 #   P2Z_BENCH_CONC_MIB MiB per zone of conc and blk (default 32)
@@ -166,7 +168,8 @@ main() {
 	done
 	# perf for the blk part's profile (where a request's time goes), if
 	# the host has it: the guest mounts tracefs for its tracepoints
-	if [[ " $parts " == *" blk "* ]] && [ -x /usr/bin/perf ]; then
+	if [[ " $parts " == *" blk "* ]] && [ "${P2Z_BENCH_PROFILE:-0}" = 1 ] &&
+		[ -x /usr/bin/perf ]; then
 		copy_bins "$root" /usr/bin/perf
 	fi
 	build_zonefs_sb "$root" || die "no zonefs super block"
