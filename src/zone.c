@@ -38,15 +38,25 @@ static void __p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
 }
 
 /*
- * Also lets a write submitted on a queue (zone_seq.c), which holds no
- * wr_lock, end first: the policy takes the write pointer from the device.
+ * A barrier against the zone's writes (zone_seq.c): the write in flight,
+ * submitted on a queue without wr_lock, ends first, and none starts or is
+ * accounted until the policy took the write pointer from the device; the
+ * writes held meanwhile go on from there. The caller holds no turn of the
+ * zone and has no failed write of it unsettled (the drain rule).
  */
 static void p2z_zone_error(struct p2z_zone_table *zt, struct p2z_zone *z,
 			   uint64_t zidx, bool write)
 {
-	__p2z_zone_seq_idle(z);
+	bool seq = p2z_zone_is_seq(z);
+
+	if (seq)
+		p2z_zone_seq_hold(z);
 	p2z_zone_io_error(zt, z, zidx, write);
 	atomic_store(&z->changed, true);
+	if (seq) {
+		p2z_zone_seq_unbarrier(z);
+		p2z_zone_seq_kick(zt, z);
+	}
 }
 
 static bool p2z_zone_is_aligned(const struct p2z_zone_table *zt, uint64_t v)

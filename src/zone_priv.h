@@ -193,6 +193,16 @@ void p2z_zone_seq_leave(struct p2z_zone *z, bool failed);
 void p2z_zone_seq_barrier(struct p2z_zone *z);
 
 /**
+ * p2z_zone_seq_hold() - p2z_zone_seq_barrier() that fails no waiting write
+ * @z: the zone, no lock held (nor z->wr_lock, nor a turn of the zone)
+ *
+ * For the errors= policy of a read or flush error: no write of the zone
+ * is at the device or starts until p2z_zone_seq_unbarrier(); the writes
+ * held meanwhile then go on from the write pointer the policy re-read.
+ */
+void p2z_zone_seq_hold(struct p2z_zone *z);
+
+/**
  * p2z_zone_seq_unbarrier() - end a barrier; writes arriving meanwhile go on
  * @z: the zone, no lock held
  */

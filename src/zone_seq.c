@@ -20,6 +20,13 @@
  * with -EIO too; writes arriving during it wait for its end. Nothing is
  * lost: every waiter returns.
  *
+ * The errors= policy of a read or flush error is a barrier too
+ * (p2z_zone_seq_hold()): it waits for the write in flight (a failed one
+ * included, settled by its thread) and holds the writes arriving during
+ * it, without failing them: no predecessor of theirs is missing. After it
+ * their expected offset is the write pointer it re-read from the device,
+ * and the ordinary checks decide (-EPERM, -EROFS, -EINVAL behind it).
+ *
  * The non-blocking form (p2z_zone_write_async()) decides the same way but
  * never waits: a write that would wait is parked on the zone's list
  * (z->seq_parked) with the generation and a deadline, and returns. Whoever
@@ -194,15 +201,27 @@ void p2z_zone_seq_leave(struct p2z_zone *z, bool failed)
 	pthread_mutex_unlock(&z->lock);
 }
 
-void p2z_zone_seq_barrier(struct p2z_zone *z)
+/* Wait for the write in flight and keep new ones out; doom the waiting. */
+static void p2z_zone_seq_bar(struct p2z_zone *z, bool doom)
 {
 	pthread_mutex_lock(&z->lock);
 	while (z->seq_busy || z->seq_barrier)
 		__p2z_zone_seq_wait(z, NULL);
 	z->seq_barrier = true;
-	z->seq_gen++;
+	if (doom)
+		z->seq_gen++;
 	pthread_cond_broadcast(&z->seq_cond);
 	pthread_mutex_unlock(&z->lock);
+}
+
+void p2z_zone_seq_barrier(struct p2z_zone *z)
+{
+	p2z_zone_seq_bar(z, true);
+}
+
+void p2z_zone_seq_hold(struct p2z_zone *z)
+{
+	p2z_zone_seq_bar(z, false);
 }
 
 void p2z_zone_seq_unbarrier(struct p2z_zone *z)

@@ -8,6 +8,7 @@
  * geometries of zone_check.h.
  */
 #include "zone_check.h"
+#include "zone_priv.h"
 
 static const enum p2z_errors policies[] = {
 	P2Z_ERRORS_REMOUNT_RO,
@@ -318,6 +319,94 @@ START_TEST(test_write_fua_cnv_error)
 }
 END_TEST
 
+struct flusher {
+	pthread_t th;
+	uint64_t zidx;
+	int ret;
+};
+
+static void *flush_fn(void *arg)
+{
+	struct flusher *f = arg;
+
+	f->ret = p2z_zone_flush(fx.zt, f->zidx);
+	return NULL;
+}
+
+struct bwr {
+	struct p2z_zone_wr wr;
+	ssize_t ret;
+	unsigned int done;
+};
+
+static void bwr_done(struct p2z_zone_wr *wr, ssize_t ret)
+{
+	struct bwr *b = (struct bwr *)wr;
+
+	b->ret = ret;
+	b->done++;
+}
+
+/*
+ * The errors= policy of a failed flush is a barrier against the zone's
+ * writes: one submitted on a queue during it (held here between its
+ * wr_lock and the re-read of the zone) waits, then meets the policy's
+ * verdict, errors=zone-ro: EPERM, nothing written or counted.
+ */
+START_TEST(test_flush_error_barrier)
+{
+	struct flusher f = { .ret = 1 };
+	struct p2z_dev_queue *q;
+	struct p2z_zone_state st;
+	struct p2z_zone *zp;
+	struct bwr b = { 0 };
+	uint64_t z, l;
+	void *buf;
+
+	fx_setup(&geoms[0], P2Z_ERRORS_ZONE_RO, _i);
+	z = seq_zone(0);
+	zp = &fx.zt->zones[z];
+	l = lba();
+	buf = buf_alloc(l);
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_int_eq(p2z_dev_queue_open(fx.dev, 4, &q), 0);
+	fx_fail_flush(-EIO);
+	/* The policy stops at io_lock, wr_lock held. */
+	ck_assert_int_eq(pthread_rwlock_rdlock(&zp->io_lock), 0);
+	f.zidx = z;
+	ck_assert_int_eq(pthread_create(&f.th, NULL, flush_fn, &f), 0);
+	while (!pthread_mutex_trylock(&zp->wr_lock)) {
+		pthread_mutex_unlock(&zp->wr_lock);
+		sched_yield();
+	}
+	fill(buf, l, z, l);
+	b.wr.zidx = z;
+	b.wr.buf = buf;
+	b.wr.len = l;
+	b.wr.ofs = l;
+	b.wr.done = bwr_done;
+	b.wr.q = q;
+	p2z_zone_write_async(fx.zt, &b.wr);
+	ck_assert_uint_eq(b.done, 0);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 0);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 1);
+	ck_assert_int_eq(pthread_rwlock_unlock(&zp->io_lock), 0);
+	ck_assert_int_eq(pthread_join(f.th, NULL), 0);
+	ck_assert_int_eq(f.ret, -EIO);
+	while (p2z_dev_queue_inflight(q))
+		p2z_dev_queue_reap(q, 1);
+	ck_assert(!p2z_zone_write_unsettled());
+	ck_assert_uint_eq(b.done, 1);
+	ck_assert_int_eq(b.ret, -EPERM);
+	state(z, &st);
+	ck_assert_uint_eq(st.flags, P2Z_ZONE_F_RDONLY);
+	ck_assert_uint_eq(st.size_bytes, l);
+	ck_assert_uint_eq(dev_wp(z), l);
+	p2z_dev_queue_close(q);
+	free(buf);
+}
+END_TEST
+
 static Suite *zone_errors_suite(void)
 {
 	Suite *s = suite_create("zone_errors");
@@ -335,6 +424,7 @@ static Suite *zone_errors_suite(void)
 	tcase_add_test(tc, test_flush);
 	tcase_add_loop_test(tc, test_write_fua, 0, 2);
 	tcase_add_test(tc, test_write_fua_cnv_error);
+	tcase_add_loop_test(tc, test_flush_error_barrier, 0, 2);
 	return s;
 }
 

@@ -629,6 +629,104 @@ START_TEST(test_aseq_submitted_reset)
 }
 END_TEST
 
+struct policy {
+	pthread_t th;
+	uint64_t zidx;
+	ssize_t ret;
+};
+
+static void *read_error_fn(void *arg)
+{
+	struct policy *p = arg;
+
+	p->ret = p2z_zone_read_error(fx.zt, p->zidx, 0, -EIO);
+	return NULL;
+}
+
+/*
+ * The errors= policy of a read error is a barrier against the zone's
+ * writes: one submitted on a queue while the policy runs (held here
+ * between its wr_lock and the re-read of the zone) is held, not written,
+ * and written from the write pointer the policy re-read once it ended.
+ * The zone's size is then the device's write pointer: counted once.
+ */
+START_TEST(test_aseq_read_error_barrier)
+{
+	struct policy p = { .ret = 1 };
+	struct p2z_dev_queue *q;
+	struct p2z_zone *zp;
+	struct awr a;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	zp = &fx.zt->zones[z];
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_int_eq(p2z_dev_queue_open(fx.dev, 4, &q), 0);
+	/* The policy stops at io_lock, wr_lock held. */
+	ck_assert_int_eq(pthread_rwlock_rdlock(&zp->io_lock), 0);
+	p.zidx = z;
+	ck_assert_int_eq(pthread_create(&p.th, NULL, read_error_fn, &p), 0);
+	while (!pthread_mutex_trylock(&zp->wr_lock)) {
+		pthread_mutex_unlock(&zp->wr_lock);
+		sched_yield();
+	}
+	awr_submit_q(&a, z, l, l, false, q);
+	ck_assert_uint_eq(a.done, 0);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 0);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 1);
+	ck_assert_uint_eq(dev_wp(z), l);
+	ck_assert_int_eq(pthread_rwlock_unlock(&zp->io_lock), 0);
+	ck_assert_int_eq(pthread_join(p.th, NULL), 0);
+	ck_assert_int_eq(p.ret, -EIO);
+	reap_all(q);
+	ck_assert(!p2z_zone_write_unsettled());
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, l);
+	ck_assert_uint_eq(p2z_zone_seq_parked(fx.zt), 0);
+	ck_assert_uint_eq(dev_wp(z), 2 * l);
+	ck_assert_uint_eq(size_of(z), 2 * l);
+	check_zone_data(z, 2 * l);
+	ck_assert(p2z_zone_clear_changed(fx.zt, z));
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
+/*
+ * A read error's policy waits for the write submitted before it (its
+ * queue reaped by another thread), then re-reads the zone: the size is
+ * the device's write pointer, the write succeeded.
+ */
+START_TEST(test_aseq_read_error_inflight)
+{
+	struct policy p = { .ret = 1 };
+	struct p2z_dev_queue *q;
+	struct awr a;
+	uint64_t z, l;
+
+	seq_setup(_i, LONG_HOLD_MS);
+	z = seq_zone(0);
+	l = lba();
+	ck_assert_int_eq(put(z, 0, l), l);
+	ck_assert_int_eq(p2z_dev_queue_open(fx.dev, 4, &q), 0);
+	awr_submit_q(&a, z, l, l, false, q);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 1);
+	p.zidx = z;
+	ck_assert_int_eq(pthread_create(&p.th, NULL, read_error_fn, &p), 0);
+	/* The policy waits for the write in flight, whenever it starts. */
+	reap_all(q);
+	ck_assert_int_eq(pthread_join(p.th, NULL), 0);
+	ck_assert_int_eq(p.ret, -EIO);
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, l);
+	ck_assert_uint_eq(dev_wp(z), 2 * l);
+	ck_assert_uint_eq(size_of(z), 2 * l);
+	check_zone_data(z, 2 * l);
+	p2z_dev_queue_close(q);
+}
+END_TEST
+
 static Suite *zone_seq_suite(void)
 {
 	Suite *s = suite_create("zone_seq");
@@ -647,6 +745,8 @@ static Suite *zone_seq_suite(void)
 	tcase_add_loop_test(tc, test_aseq_submitted, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_submitted_error, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_submitted_reset, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_read_error_barrier, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_read_error_inflight, 0, 2);
 	tcase_add_test(tc, test_read_async_reset);
 	return s;
 }
