@@ -352,8 +352,8 @@ static bool p2z_blk_range_busy(uint64_t lba, uint64_t len,
 enum p2z_blk_reissue
 p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
 		      const struct p2z_blk_range *busy, size_t nr_busy,
-		      int (*match)(void *ctx, uint64_t lba), void *ctx,
-		      uint64_t *at)
+		      bool complete, int (*match)(void *ctx, uint64_t lba),
+		      void *ctx, uint64_t *at)
 {
 	unsigned int found = 0;
 	uint64_t p;
@@ -373,7 +373,23 @@ p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
 			return P2Z_BLK_REISSUE_FAIL; /* ambiguous */
 		*at = p;
 	}
+	if (found && !complete)
+		return P2Z_BLK_REISSUE_FAIL; /* maybe another's landing */
 	return found ? P2Z_BLK_REISSUE_DONE : P2Z_BLK_REISSUE_SEND;
+}
+
+bool p2z_blk_hist_busy(const struct p2z_blk_hist *ring, size_t nr,
+		       uint64_t dropped, uint64_t zidx, uint64_t since,
+		       struct p2z_blk_range *busy, size_t *nr_busy)
+{
+	size_t i;
+
+	for (i = 0; i < nr; i++)
+		if (ring[i].seq > since && ring[i].zidx == zidx && ring[i].len)
+			busy[(*nr_busy)++] =
+				(struct p2z_blk_range){ ring[i].landed,
+							ring[i].len };
+	return dropped <= since;
 }
 
 static uint32_t p2z_blk_crc_table[256];

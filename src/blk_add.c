@@ -484,16 +484,99 @@ static void p2z_blk_slots_path(uint32_t dev_id, char *path, size_t size)
 	snprintf(path, size, P2Z_BLK_RUN_DIR "/%" PRIu32 ".slots", dev_id);
 }
 
+/* a version 1 record's slot (the slots alone, no header, no history) */
+struct p2z_blk_slot_v1 {
+	uint32_t state;
+	uint32_t len;
+	uint64_t zidx;
+	uint32_t crc;
+	uint32_t pad;
+	uint64_t wp_submit;
+	uint64_t landed;
+};
+
+/* recover: a version 1 record's @n slots at @buf into old_slots (seq 0) */
+static void p2z_blk_rec_load_v1(struct p2z_blk *blk, const char *buf, size_t n)
+{
+	struct p2z_blk_slot_v1 v;
+	size_t i;
+
+	for (i = 0; i < n; i++) {
+		memcpy(&v, buf + i * sizeof(v), sizeof(v));
+		blk->old_slots[i] = (struct p2z_blk_slot){
+			.state = v.state,
+			.len = v.len,
+			.zidx = v.zidx,
+			.crc = v.crc,
+			.wp_submit = v.wp_submit,
+			.landed = v.landed,
+		};
+	}
+	p2z_log(LOG_WARNING,
+		"recover %" PRIu32
+		": a version 1 append record (no history): an unresolved append found on the device fails (EIO)",
+		blk->dev_id);
+}
+
 /*
- * The append record (blk_zoned.c): P2Z_BLK_RUN_DIR/N.slots, one struct
- * p2z_blk_slot per queue and tag, mapped shared. add makes it; recover
- * keeps the dead server's slots (a copy) and each zone's write pointer,
- * then clears it for its own. Return: 0 or -errno after one line.
+ * recover: the dead server's record (@size bytes of @fd) into old_slots
+ * and old_rings: version 2 of these queues, or version 1 (its slots
+ * alone, 40 bytes each: old_rings stays NULL). Return: 0 or -errno
+ * (-EINVAL: not a record of these queues).
+ */
+static int p2z_blk_rec_load(struct p2z_blk *blk, int fd, size_t size)
+{
+	size_t n = (size_t)blk->nr_queues * blk->depth;
+	size_t rb = blk->nr_queues * p2z_blk_ring_bytes(blk->depth);
+	size_t ss = n * sizeof(struct p2z_blk_slot);
+	struct p2z_blk_rec h;
+	char *buf = malloc(size + 1);
+	int err = 0;
+
+	blk->old_slots = calloc(n, sizeof(struct p2z_blk_slot));
+	if (!buf || !blk->old_slots) {
+		free(buf);
+		return -ENOMEM;
+	}
+	if (pread(fd, buf, size, 0) != (ssize_t)size) {
+		free(buf);
+		return -EIO;
+	}
+	memcpy(&h, buf, size < sizeof(h) ? size : sizeof(h));
+	if (size == n * sizeof(struct p2z_blk_slot_v1)) {
+		p2z_blk_rec_load_v1(blk, buf, n);
+	} else if (size == sizeof(h) + ss + rb &&
+		   h.magic == P2Z_BLK_REC_MAGIC &&
+		   h.version == P2Z_BLK_REC_VERSION &&
+		   h.nr_queues == blk->nr_queues && h.depth == blk->depth &&
+		   h.ring == blk->depth * P2Z_BLK_HIST_PER_TAG) {
+		memcpy(blk->old_slots, buf + sizeof(h), ss);
+		blk->old_rings = malloc(rb);
+		if (blk->old_rings)
+			memcpy(blk->old_rings, buf + sizeof(h) + ss, rb);
+		else
+			err = -ENOMEM;
+	} else {
+		err = -EINVAL;
+	}
+	free(buf);
+	return err;
+}
+
+/*
+ * The append record (blk_zoned.c): P2Z_BLK_RUN_DIR/N.slots, version 2: a
+ * struct p2z_blk_rec, one struct p2z_blk_slot per queue and tag, then
+ * each queue's ring of completed appends, mapped shared. add makes it;
+ * recover keeps the dead server's slots and rings (a copy, version 1
+ * read too) and each zone's write pointer, then makes it new for its
+ * own. Return: 0 or -errno after one line.
  */
 static int p2z_blk_slots_setup(struct p2z_blk *blk)
 {
 	size_t n = (size_t)blk->nr_queues * blk->depth, i;
-	size_t bytes = n * sizeof(struct p2z_blk_slot);
+	size_t ss = n * sizeof(struct p2z_blk_slot);
+	size_t bytes = sizeof(struct p2z_blk_rec) + ss +
+		       blk->nr_queues * p2z_blk_ring_bytes(blk->depth);
 	char path[P2Z_BLK_PATH_MAX];
 	struct stat st;
 	int fd, err;
@@ -508,34 +591,42 @@ static int p2z_blk_slots_setup(struct p2z_blk *blk)
 			  (blk->recover ? 0 : O_CREAT),
 		  0600);
 	err = fd < 0 || fstat(fd, &st) ? -errno : 0;
-	if (!err && blk->recover && (size_t)st.st_size != bytes)
-		err = -EINVAL; /* not the record of these queues */
-	if (!err && !blk->recover &&
-	    (ftruncate(fd, 0) || ftruncate(fd, (off_t)bytes)))
+	if (!err && blk->recover)
+		err = p2z_blk_rec_load(blk, fd, (size_t)st.st_size);
+	if (!err && (ftruncate(fd, 0) || ftruncate(fd, (off_t)bytes)))
 		err = -errno;
 	if (err) {
 		if (fd >= 0)
 			close(fd);
-		return p2z_blk_fail(err,
-				    "%s%" PRIu32 ": %s (the append record): %s",
-				    blk->recover ? "recover " : "/dev/ublkb",
-				    blk->dev_id, path, strerror(-err));
+		return p2z_blk_fail(
+			err, "%s%" PRIu32 ": %s (the append record): %s",
+			blk->recover ? "recover " : "/dev/ublkb", blk->dev_id,
+			path,
+			err == -EINVAL ?
+				"not a record of these queues (size or version)" :
+				strerror(-err));
 	}
 	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	close(fd);
 	if (p == MAP_FAILED)
 		return p2z_blk_fail(-errno, "%s: mmap: %s", path,
 				    strerror(errno));
-	blk->slots = p;
+	blk->rec = p;
+	*blk->rec = (struct p2z_blk_rec){
+		.magic = P2Z_BLK_REC_MAGIC,
+		.version = P2Z_BLK_REC_VERSION,
+		.nr_queues = blk->nr_queues,
+		.depth = blk->depth,
+		.ring = blk->depth * P2Z_BLK_HIST_PER_TAG,
+	};
+	blk->slots = (struct p2z_blk_slot *)(blk->rec + 1);
+	blk->rings = (char *)blk->slots + ss;
 	if (!blk->recover)
 		return 0;
-	blk->old_slots = malloc(bytes);
 	blk->old_taken = calloc(n, 1);
 	blk->wp_rec = calloc(blk->g.nr_zones, sizeof(*blk->wp_rec));
-	if (!blk->old_slots || !blk->old_taken || !blk->wp_rec)
+	if (!blk->old_taken || !blk->wp_rec)
 		return p2z_blk_fail(-ENOMEM, "recover: %s", strerror(ENOMEM));
-	memcpy(blk->old_slots, blk->slots, bytes);
-	memset(blk->slots, 0, bytes);
 	/*
 	 * The write pointers again, now that the device is quiesced (the
 	 * dead server's last device requests done).
@@ -860,6 +951,7 @@ out_dev:
 	p2z_dev_close(blk->dev);
 	free(blk->zones);
 	free(blk->old_slots);
+	free(blk->old_rings);
 	free(blk->old_taken);
 	free(blk->wp_rec);
 	p2z_blk_ctrl_close(blk->ctrl_fd, &blk->ctrl);

@@ -127,6 +127,62 @@ struct p2z_blk_queue {
 	int ret;
 };
 
+/* The append record's file: header, slots, then each queue's ring */
+#define P2Z_BLK_REC_MAGIC 0x63657273325a3250ULL /* "P2Z2srec" */
+#define P2Z_BLK_REC_VERSION 2
+/* completed appends each queue's ring keeps, per tag */
+#define P2Z_BLK_HIST_PER_TAG 8
+
+/**
+ * struct p2z_blk_rec - the append record's header (version 2; version 1
+ * was the slots alone, 40 bytes each)
+ * @magic: P2Z_BLK_REC_MAGIC
+ * @version: P2Z_BLK_REC_VERSION
+ * @nr_queues: queues
+ * @depth: tags per queue
+ * @ring: entries in each queue's ring
+ * @pad: zero
+ * @pad2: zero
+ * @seq: the newest completed append's seq (atomic)
+ */
+struct p2z_blk_rec {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t nr_queues;
+	uint32_t depth;
+	uint32_t ring;
+	uint32_t pad;
+	uint32_t pad2;
+	uint64_t seq;
+};
+
+/**
+ * struct p2z_blk_ring - a queue's ring of completed appends, @ring
+ * struct p2z_blk_hist entries follow it
+ * @head: entries ever written (entry head % ring is the next)
+ * @dropped: the seq of the newest entry overwritten, or 0
+ */
+struct p2z_blk_ring {
+	uint64_t head;
+	uint64_t dropped;
+};
+
+/* bytes of one queue's ring with its entries */
+static inline size_t p2z_blk_ring_bytes(unsigned int depth)
+{
+	return sizeof(struct p2z_blk_ring) +
+	       (size_t)depth * P2Z_BLK_HIST_PER_TAG *
+		       sizeof(struct p2z_blk_hist);
+}
+
+/* queue @qid's ring in the rings at @rings */
+static inline struct p2z_blk_ring *
+p2z_blk_ring_of(void *rings, unsigned int depth, unsigned int qid)
+{
+	return (struct p2z_blk_ring *)((char *)rings +
+				       qid * p2z_blk_ring_bytes(depth));
+}
+
 /**
  * struct p2z_blk - a running server
  * @dev: the backing device
@@ -159,7 +215,11 @@ struct p2z_blk_queue {
  * @rec_max_io: recover: the device's max_io_buf_bytes
  * @slots: the append record, one slot per queue and tag (MAP_SHARED of
  *	   P2Z_BLK_RUN_DIR/N.slots: survives the server), or NULL
+ * @rec: the record's header (its counter), slots and rings follow it
+ * @rings: the record's per-queue rings of completed appends
  * @old_slots: recover: the dead server's slots (a copy), or NULL
+ * @old_rings: recover: the dead server's rings (a copy), or NULL (its
+ *	       record had none: version 1)
  * @old_taken: recover: which of them a reissued append matched (atomic)
  * @wp_rec: recover: each zone's write pointer when recovered
  * @nr_reissue: recover: reissued requests by enum p2z_blk_reissue_class
@@ -192,8 +252,11 @@ struct p2z_blk {
 	char rec_ident[128];
 	char rec_path[4096];
 	uint32_t rec_max_io;
+	struct p2z_blk_rec *rec;
 	struct p2z_blk_slot *slots;
+	void *rings;
 	struct p2z_blk_slot *old_slots;
+	void *old_rings;
 	uint8_t *old_taken;
 	uint64_t *wp_rec;
 	uint64_t nr_reissue[P2Z_BLK_RC_NR];

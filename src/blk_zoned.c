@@ -294,6 +294,8 @@ static void p2z_blk_slot_submitted(const struct p2z_blk_tag *t, uint64_t len,
 	s->zidx = t->zidx;
 	s->len = (uint32_t)(len >> blk->g.lba_shift);
 	s->crc = crc;
+	/* the counter before the write pointer: what completes later is newer */
+	s->seq = __atomic_load_n(&blk->rec->seq, __ATOMIC_ACQUIRE);
 	s->wp_submit =
 		__atomic_load_n(&blk->zones[t->zidx].wp_ofs, __ATOMIC_ACQUIRE);
 	s->landed = 0;
@@ -317,14 +319,45 @@ static void p2z_blk_slot_landed(const struct p2z_blk_tag *t, uint64_t landed)
 	__atomic_store_n(&s->state, P2Z_BLK_SLOT_LANDED, __ATOMIC_RELEASE);
 }
 
+/*
+ * A landed append's slot is about to be freed: its landing goes into its
+ * queue's ring first (numbered by the record's counter), so a later
+ * recovery still knows the range holds another append's data.
+ */
+static void p2z_blk_hist_add(struct p2z_blk_queue *q,
+			     const struct p2z_blk_slot *s)
+{
+	struct p2z_blk *blk = q->blk;
+	struct p2z_blk_ring *r =
+		p2z_blk_ring_of(blk->rings, blk->depth, q->qid);
+	struct p2z_blk_hist *h = (struct p2z_blk_hist *)(r + 1);
+	uint64_t nr = (uint64_t)blk->depth * P2Z_BLK_HIST_PER_TAG;
+	struct p2z_blk_hist *e = &h[r->head % nr];
+
+	if (e->seq)
+		__atomic_store_n(&r->dropped, e->seq, __ATOMIC_RELEASE);
+	e->seq = 0;
+	e->zidx = s->zidx;
+	e->landed = s->landed;
+	e->len = s->len;
+	__atomic_store_n(&e->seq,
+			 __atomic_add_fetch(&blk->rec->seq, 1,
+					    __ATOMIC_ACQ_REL),
+			 __ATOMIC_RELEASE);
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+}
+
 void p2z_blk_slots_free(struct p2z_blk_queue *q)
 {
-	struct p2z_blk_tag *t;
+	struct p2z_blk_slot *s;
 	unsigned int i;
 
 	for (i = 0; i < q->nr_committed; i++) {
-		t = &q->tags[q->committed[i]];
-		__atomic_store_n(&p2z_blk_slot_of(t)->state, P2Z_BLK_SLOT_FREE,
+		s = p2z_blk_slot_of(&q->tags[q->committed[i]]);
+		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) ==
+		    P2Z_BLK_SLOT_LANDED)
+			p2z_blk_hist_add(q, s);
+		__atomic_store_n(&s->state, P2Z_BLK_SLOT_FREE,
 				 __ATOMIC_RELEASE);
 	}
 	q->nr_committed = 0;
@@ -483,11 +516,39 @@ static int p2z_blk_place_match(void *ctx, uint64_t lba)
 }
 
 /*
+ * The busy ranges of the dead server's history (its rings) for an append
+ * of zone @m->zidx sent at seq @m->seq, appended to @busy (room for every
+ * ring entry). Return: true if no ring lost an entry newer than that.
+ */
+static bool p2z_blk_old_hist(const struct p2z_blk *blk,
+			     const struct p2z_blk_slot *m,
+			     struct p2z_blk_range *busy, size_t *nb)
+{
+	size_t nr = (size_t)blk->depth * P2Z_BLK_HIST_PER_TAG;
+	const struct p2z_blk_ring *r;
+	bool complete = true;
+	unsigned int q;
+
+	if (!blk->old_rings)
+		return false; /* a version 1 record: no history */
+	for (q = 0; q < blk->nr_queues; q++) {
+		r = p2z_blk_ring_of(blk->old_rings, blk->depth, q);
+		if (!p2z_blk_hist_busy((const struct p2z_blk_hist *)(r + 1), nr,
+				       r->dropped, m->zidx, m->seq, busy, nb))
+			complete = false;
+	}
+	return complete;
+}
+
+/*
  * A reissued append the dead server sent without a recorded landing
  * (slot @i): its zone's bytes from where it was sent up to the recovered
  * write pointer @wp are read once and p2z_blk_reissue_place() looks for
- * its data there, outside the other landings known (recorded, or placed
- * before: a placed slot becomes LANDED). Return: DONE (*@at), SEND, FAIL.
+ * its data there, outside the other landings known (recorded, placed
+ * before: a placed slot becomes LANDED, or completed and freed: the
+ * dead server's rings). A match while a ring lost entries newer than the
+ * append (or the record had no rings) is not trusted. Return: DONE
+ * (*@at), SEND, FAIL.
  */
 static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 						 uint64_t wp, const char *data,
@@ -500,8 +561,10 @@ static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 				       .bytes = len,
 				       .sh = blk->g.lba_shift };
 	enum p2z_blk_reissue r = P2Z_BLK_REISSUE_FAIL;
-	struct p2z_blk_range *busy = calloc(n, sizeof(*busy));
+	size_t nh = (size_t)blk->nr_queues * blk->depth * P2Z_BLK_HIST_PER_TAG;
+	struct p2z_blk_range *busy = calloc(n + nh, sizeof(*busy));
 	char *zone = NULL;
+	bool complete;
 	ssize_t got;
 
 	if (!busy)
@@ -515,6 +578,7 @@ static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 			busy[nb++] =
 				(struct p2z_blk_range){ s->landed, s->len };
 	}
+	complete = p2z_blk_old_hist(blk, m, busy, &nb);
 	if (wp >= m->wp_submit + m->len) {
 		c.zone = zone = malloc((wp - m->wp_submit) << c.sh);
 		if (!zone)
@@ -526,7 +590,8 @@ static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 		if (got != (ssize_t)((wp - m->wp_submit) << c.sh))
 			goto out;
 	}
-	r = p2z_blk_reissue_place(m, wp, busy, nb, p2z_blk_place_match, &c, at);
+	r = p2z_blk_reissue_place(m, wp, busy, nb, complete,
+				  p2z_blk_place_match, &c, at);
 	if (r == P2Z_BLK_REISSUE_DONE) {
 		__atomic_store_n(&m->landed, *at, __ATOMIC_RELAXED);
 		__atomic_store_n(&m->state, P2Z_BLK_SLOT_LANDED,

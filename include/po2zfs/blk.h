@@ -486,6 +486,24 @@ struct p2z_blk_slot {
 	uint32_t pad;
 	uint64_t wp_submit;
 	uint64_t landed;
+	uint64_t seq;
+};
+
+/**
+ * struct p2z_blk_hist - a completed zone append in the record's history
+ * (a per-queue ring, written before its slot is freed)
+ * @zidx: zone index
+ * @landed: where it landed, LBA from the zone start
+ * @len: LBAs
+ * @pad: zero
+ * @seq: its number (the record's counter, from 1, increasing)
+ */
+struct p2z_blk_hist {
+	uint64_t zidx;
+	uint64_t landed;
+	uint32_t len;
+	uint32_t pad;
+	uint64_t seq;
 };
 
 /**
@@ -545,14 +563,35 @@ struct p2z_blk_range {
  * not land (or only part of it did, and the kernel never had a completion
  * for it): SEND; more than one (identical data), the write pointer before
  * @slot->wp_submit (the zone went back) or a failed compare -> FAIL.
+ * Exactly one match while @complete is false (appends that completed
+ * since @slot was sent may be missing from @busy) -> FAIL as well.
  *
  * Return: P2Z_BLK_REISSUE_DONE, _SEND or _FAIL.
  */
 enum p2z_blk_reissue
 p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
 		      const struct p2z_blk_range *busy, size_t nr_busy,
-		      int (*match)(void *ctx, uint64_t lba), void *ctx,
-		      uint64_t *at);
+		      bool complete, int (*match)(void *ctx, uint64_t lba),
+		      void *ctx, uint64_t *at);
+
+/**
+ * p2z_blk_hist_busy() - one queue's history of completed appends, as busy
+ * ranges for p2z_blk_reissue_place()
+ * @ring: the queue's ring, @nr entries (unused ones have seq 0)
+ * @nr: entries in @ring
+ * @dropped: the seq of the newest entry the ring overwrote, or 0
+ * @zidx: the zone of the unresolved append
+ * @since: the record's counter when it was sent (its slot's seq)
+ * @busy: result: the ranges of @zidx's entries with seq > @since appended
+ * @nr_busy: in: entries in @busy; out: plus those appended (room for @nr
+ *	     more is needed)
+ *
+ * Return: true if the ring holds every append of the queue completed
+ * after @since (@dropped <= @since), false if some were overwritten.
+ */
+bool p2z_blk_hist_busy(const struct p2z_blk_hist *ring, size_t nr,
+		       uint64_t dropped, uint64_t zidx, uint64_t since,
+		       struct p2z_blk_range *busy, size_t *nr_busy);
 
 /**
  * p2z_blk_crc32c() - crc32c (Castagnoli) of @len bytes, continuing @crc

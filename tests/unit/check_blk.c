@@ -740,7 +740,8 @@ static enum p2z_blk_reissue place(const char *zone, const char *data,
 	d->len = strlen(data);
 	d->calls = 0;
 	*at = 999;
-	return p2z_blk_reissue_place(&s, wp, busy, nr_busy, place_match, d, at);
+	return p2z_blk_reissue_place(&s, wp, busy, nr_busy, true, place_match,
+				     d, at);
 }
 
 /*
@@ -806,6 +807,77 @@ START_TEST(test_reissue_place_cases)
 	d.err_at = 3;
 	ck_assert_int_eq(place(z, "AA", 2, 8, NULL, 0, &d, &at),
 			 P2Z_BLK_REISSUE_FAIL);
+}
+END_TEST
+
+/*
+ * The hole the history closes (issue #24): an append of "AA" sent at 2
+ * completed at 2 and its slot was freed (the kernel took the commit);
+ * another "AA", sent after it, never landed. Without the freed one's
+ * landing the second was placed at 2 (a guess: DONE with another's
+ * sector); the ring's entry makes 2 busy: SEND. A ring that overwrote an
+ * entry newer than the unresolved append's seq: its match is not
+ * trusted: FAIL; with no match it is still sent.
+ */
+START_TEST(test_reissue_place_history)
+{
+	struct p2z_blk_hist ring[4] = {
+		{ .zidx = 2, .landed = 2, .len = 2, .seq = 7 },
+		{ .zidx = 3, .landed = 4, .len = 2, .seq = 8 }, /* other zone */
+		{ .zidx = 2, .landed = 0, .len = 2, .seq = 5 }, /* before */
+	};
+	struct p2z_blk_slot s = { .state = P2Z_BLK_SLOT_SUBMITTED,
+				  .len = 2,
+				  .zidx = 2,
+				  .wp_submit = 2,
+				  .seq = 6 };
+	struct place_dev d = {
+		.zone = "xxAAyy", .data = "AA", .len = 2, .err_at = -1
+	};
+	struct p2z_blk_range busy[4];
+	size_t nb = 0;
+	uint64_t at = 999;
+
+	/* what main did: no history, the freed landing looks like its own */
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 4, NULL, 0, true,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 2);
+	ck_assert(p2z_blk_hist_busy(ring, 4, 0, 2, s.seq, busy, &nb));
+	ck_assert_uint_eq(nb, 1);
+	ck_assert_uint_eq(busy[0].lba, 2);
+	ck_assert_uint_eq(busy[0].len, 2);
+	at = 999;
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 4, busy, nb, true,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	ck_assert_uint_eq(at, 999);
+	/* the freed one landed later, its own bytes at 4: placed there */
+	d.zone = "xxAAAA";
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 6, busy, nb, true,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 4);
+
+	/* the ring overwrote seq 9 > 6: history incomplete */
+	nb = 0;
+	ck_assert(!p2z_blk_hist_busy(ring, 4, 9, 2, s.seq, busy, &nb));
+	at = 999;
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 6, busy, nb, false,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* no match anywhere: it did not land, send it */
+	d.zone = "xxAAyy";
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 6, busy, nb, false,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	/* overwritten entries all older than the append: complete */
+	nb = 0;
+	ck_assert(p2z_blk_hist_busy(ring, 4, 6, 2, s.seq, busy, &nb));
+	/* unused entries (seq 0) and entries before seq 6 are no range */
+	nb = 0;
+	ck_assert(p2z_blk_hist_busy(ring, 4, 0, 2, 7, busy, &nb));
+	ck_assert_uint_eq(nb, 0);
 }
 END_TEST
 
@@ -938,6 +1010,7 @@ static Suite *blk_suite(void)
 	tcase_add_test(tc, test_reissue_write_cases);
 	tcase_add_test(tc, test_reissue_append_cases);
 	tcase_add_test(tc, test_reissue_place_cases);
+	tcase_add_test(tc, test_reissue_place_history);
 	tcase_add_test(tc, test_crc32c_check_value);
 	tc = tcase_create("recover");
 	suite_add_tcase(s, tc);
