@@ -956,6 +956,8 @@ check_restart() { # ng
 run_only() { # ng
 	local ng=$1 c
 
+	# the mount point check_zonefs (not run) makes
+	mkdir -p /mnt/zonefs
 	po2zfs-blk del 0 >/dev/null 2>&1 </dev/null
 	wait_node /dev/ublkb0 0 || result ublk only FAIL "del 0: /dev/ublkb0 left"
 	for c in $P2Z_BLK_ONLY; do
