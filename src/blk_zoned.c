@@ -336,7 +336,9 @@ static void p2z_blk_hist_add(struct p2z_blk_queue *q,
 
 	if (e->seq)
 		__atomic_store_n(&r->dropped, e->seq, __ATOMIC_RELEASE);
-	e->seq = 0;
+	/* a kill while rewriting it leaves seq 0 (no entry): in order */
+	__atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
 	e->zidx = s->zidx;
 	e->landed = s->landed;
 	e->len = s->len;
