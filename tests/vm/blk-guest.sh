@@ -72,6 +72,14 @@ ns_map
 ns_show 1 2 3
 CONV=/dev/${DISK[2]:-none}
 
+# a fresh zonefs on block device $1 mounted at $2 (errors=repair): every
+# zone reset, the super block written and flushed
+zonefs_fresh() { # dev mnt
+	blkzone reset "$1"
+	dd if="$SB" of="$1" bs=4096 count=1 oflag=direct conv=fsync status=none &&
+		mount -t zonefs -o errors=repair "$1" "$2"
+}
+
 # "start len cap" of each zone of block device $1, in decimal sectors
 zones() {
 	blkzone report "$1" | sed -n \
@@ -781,9 +789,7 @@ check_recover() { # ng
 	w=$(refuse_why $r "$out" "is alive, not quiesced: nothing to recover")
 	why="$why${w:+ live($w)}"
 	echo "P2Z-VM po2zfs-blk recover 0 (live): exit $r: $out"
-	blkzone reset $dev
-	if ! dd if=$SB of=$dev bs=4096 count=1 oflag=direct conv=fsync status=none ||
-		! mount -t zonefs -o errors=repair $dev $m; then
+	if ! zonefs_fresh $dev $m; then
 		result ublk recover FAIL "mount: $(klog zonefs)"
 		kill -TERM "$PID"
 		wait "$PID"
@@ -897,9 +903,7 @@ check_restart() { # ng
 		result ublk restart FAIL "add -f: no /dev/ublkb0: $(cat /tmp/rs-add.out)"
 		return
 	fi
-	blkzone reset $dev
-	if ! dd if=$SB of=$dev bs=4096 count=1 oflag=direct conv=fsync status=none ||
-		! mount -t zonefs -o errors=repair $dev $m; then
+	if ! zonefs_fresh $dev $m; then
 		result ublk restart FAIL "mount: $(klog zonefs)"
 		kill -TERM "$PID"
 		wait "$PID"
