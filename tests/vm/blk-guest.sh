@@ -1613,6 +1613,13 @@ rb_run() { # check-name strict|volatile log-prefix
 	errs=$(grep -c 'dd failed' /tmp/rb-err)
 	[ "$2" = volatile ] || [ ! -s /tmp/rb-err ] ||
 		why="$why writer-errors($(head -c 300 /tmp/rb-err | tr '\n' ' '))"
+	if [ "$2" != volatile ] && [ -s /tmp/rb-err ]; then
+		# where the error came from: the kernel's and the servers' lines
+		dmesg | grep -iE 'error|ublk|btrfs' | grep -v 'BTRFS info' |
+			tail -n 12 | sed 's/^/P2Z-VM blk-'"$1"' klog: /'
+		cat "$3".* 2>/dev/null | grep -iE 'recovery|error|fail|EIO' |
+			tail -n 20 | sed 's/^/P2Z-VM blk-'"$1"' server: /'
+	fi
 	[ "$bad" = 0 ] || why="$why lost=$bad"
 	[ "$KR_DONE" = "${P2Z_RECOVER_CYCLES:-3}" ] || why="$why cycles=$KR_DONE"
 	[ "$acked" -gt 0 ] || why="$why nothing-acked"
@@ -1664,7 +1671,7 @@ check_recover_volatile() {
 }
 
 # fio's zbd mode at depth (io_uring, QD16, direct, 64 KiB, crc32c verify
-# headers) writing 5 zones of /dev/ublkb0 (added with --recovery) while
+# headers) writing 5 zones (more for over 5 kills) of /dev/ublkb0 (added with --recovery) while
 # the server is SIGKILLed and recovered P2Z_RECOVER_CYCLES times; fio
 # sees no error, writes every byte, then reads every block back and its
 # checksums match (the same job's verify phase: a second job with
@@ -1672,9 +1679,12 @@ check_recover_volatile() {
 # a write job's zones when it starts).
 check_recover_fio() { # ng
 	local dev=/dev/ublkb0 why='' fpid r w rd cls sum
+	# 5 zones outlast 3 kills; the long run's 20 need more (19 in 5)
+	local cycles=${P2Z_RECOVER_CYCLES:-3} nz=5
+	[ "$cycles" -le 5 ] || nz=$((cycles / 2 + 5 > 15 ? 15 : cycles / 2 + 5))
 	local args=(--name=rf "--filename=$dev" --direct=1 --ioengine=io_uring
 		--iodepth=16 --zonemode=zbd --rw=write --bs=64k "--offset=$Z"
-		--size=$((5 * Z)) --verify=crc32c --output-format=json)
+		--size=$((nz * Z)) --verify=crc32c --output-format=json)
 
 	if ! add_rec "$1" /tmp/rf-add.out; then
 		result ublk recover-fio FAIL "add -f --recovery: $(cat /tmp/rf-add.out)"
@@ -1689,7 +1699,7 @@ check_recover_fio() { # ng
 	[ $r = 0 ] || why="$why fio-exit($r: $(grep -m1 -iE 'err|verify' /tmp/rf-w.err))"
 	read -r w _ < <(fio_result /tmp/rf-w.json write)
 	read -r rd _ < <(fio_result /tmp/rf-w.json read)
-	[ "${w:-}" = $((5 * CAP)) ] && [ "${rd:-}" = $((5 * CAP)) ] ||
+	[ "${w:-}" = $((nz * CAP)) ] && [ "${rd:-}" = $((nz * CAP)) ] ||
 		why="$why bytes(wrote ${w:-?} verified ${rd:-?})"
 	[ "$KR_DONE" = "${P2Z_RECOVER_CYCLES:-3}" ] || why="$why cycles=$KR_DONE"
 	kill -TERM "$PID"
