@@ -338,13 +338,16 @@ enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
 	return P2Z_BLK_REISSUE_FAIL;
 }
 
+/* whether [@lba, @lba + @len) overlaps a range of @busy with @maybe */
 static bool p2z_blk_range_busy(uint64_t lba, uint64_t len,
-			       const struct p2z_blk_range *busy, size_t nr_busy)
+			       const struct p2z_blk_range *busy, size_t nr_busy,
+			       bool maybe)
 {
 	size_t i;
 
 	for (i = 0; i < nr_busy; i++)
-		if (lba < busy[i].lba + busy[i].len && busy[i].lba < lba + len)
+		if (busy[i].maybe == maybe && lba < busy[i].lba + busy[i].len &&
+		    busy[i].lba < lba + len)
 			return true;
 	return false;
 }
@@ -362,13 +365,16 @@ p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
 	if (wp < slot->wp_submit || !slot->len)
 		return P2Z_BLK_REISSUE_FAIL;
 	for (p = slot->wp_submit; p + slot->len <= wp; p++) {
-		if (p2z_blk_range_busy(p, slot->len, busy, nr_busy))
+		if (p2z_blk_range_busy(p, slot->len, busy, nr_busy, false))
 			continue;
 		r = match(ctx, p);
 		if (r < 0)
 			return P2Z_BLK_REISSUE_FAIL;
 		if (!r)
 			continue;
+		/* maybe another's bytes, maybe erased by a reset: unsure */
+		if (p2z_blk_range_busy(p, slot->len, busy, nr_busy, true))
+			return P2Z_BLK_REISSUE_FAIL;
 		if (found++)
 			return P2Z_BLK_REISSUE_FAIL; /* ambiguous */
 		*at = p;
@@ -378,17 +384,88 @@ p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
 	return found ? P2Z_BLK_REISSUE_DONE : P2Z_BLK_REISSUE_SEND;
 }
 
-bool p2z_blk_hist_busy(const struct p2z_blk_hist *ring, size_t nr,
-		       uint64_t dropped, uint64_t zidx, uint64_t since,
-		       struct p2z_blk_range *busy, size_t *nr_busy)
+void p2z_blk_hist_zops(const struct p2z_blk_hist *ring, size_t nr,
+		       uint64_t zidx, struct p2z_blk_zops *zops)
+{
+	const struct p2z_blk_hist *e;
+	struct p2z_blk_zop *op;
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		e = &ring[i];
+		if (e->len || !e->seq ||
+		    (e->zidx != zidx && e->zidx != P2Z_BLK_HIST_ALL))
+			continue;
+		op = &zops->op[zops->nr++];
+		op->begin = e->landed;
+		op->state = e->pad;
+		if (e->pad != P2Z_BLK_ZOP_DONE && e->pad != P2Z_BLK_ZOP_FAILED)
+			op->state = P2Z_BLK_ZOP_OPEN;
+		op->end = op->state == P2Z_BLK_ZOP_OPEN ? UINT64_MAX : e->seq;
+	}
+}
+
+bool p2z_blk_zop_unsure(const struct p2z_blk_zops *zops, uint64_t sent)
 {
 	size_t i;
 
-	for (i = 0; i < nr; i++)
-		if (ring[i].seq > since && ring[i].zidx == zidx && ring[i].len)
-			busy[(*nr_busy)++] =
-				(struct p2z_blk_range){ ring[i].landed,
-							ring[i].len };
+	if (zops->lost > sent)
+		return true;
+	for (i = 0; i < zops->nr; i++)
+		if (zops->op[i].end > sent)
+			return true;
+	return false;
+}
+
+enum p2z_blk_landing p2z_blk_landing_of(const struct p2z_blk_zops *zops,
+					uint64_t lo, uint64_t hi, uint64_t sent)
+{
+	enum p2z_blk_landing c = lo < zops->lost ? P2Z_BLK_LANDING_MAYBE :
+						   P2Z_BLK_LANDING_BUSY;
+	const struct p2z_blk_zop *op;
+	size_t i;
+
+	for (i = 0; i < zops->nr; i++) {
+		op = &zops->op[i];
+		if (op->end > sent)
+			continue; /* not ended when it was sent */
+		if (op->state == P2Z_BLK_ZOP_DONE && hi < op->begin)
+			return P2Z_BLK_LANDING_GONE;
+		if (lo < op->end)
+			c = P2Z_BLK_LANDING_MAYBE;
+	}
+	return c;
+}
+
+bool p2z_blk_hist_busy(const struct p2z_blk_hist *ring, size_t nr,
+		       uint64_t dropped, uint64_t zidx, uint64_t since,
+		       const struct p2z_blk_zops *zops,
+		       struct p2z_blk_range *busy, size_t *nr_busy)
+{
+	const struct p2z_blk_hist *e;
+	enum p2z_blk_landing c;
+	uint64_t lo, hi;
+	size_t i;
+
+	for (i = 0; i < nr; i++) {
+		e = &ring[i];
+		if (e->seq <= since || e->zidx != zidx || !e->len)
+			continue;
+		/* when it was sent: @pad back from @seq, or before @seq */
+		if (e->pad && e->pad < e->seq) {
+			hi = e->seq - e->pad;
+			lo = e->pad == UINT32_MAX ? 0 : hi;
+		} else {
+			lo = 0;
+			hi = e->seq - 1;
+		}
+		c = zops ? p2z_blk_landing_of(zops, lo, hi, since) :
+			   P2Z_BLK_LANDING_BUSY;
+		if (c != P2Z_BLK_LANDING_GONE)
+			busy[(*nr_busy)++] = (struct p2z_blk_range){
+				e->landed, e->len, c == P2Z_BLK_LANDING_MAYBE
+			};
+	}
 	return dropped <= since;
 }
 

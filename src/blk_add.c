@@ -551,6 +551,7 @@ static int p2z_blk_rec_load(struct p2z_blk *blk, int fd, size_t size)
 		   h.nr_queues == blk->nr_queues && h.depth == blk->depth &&
 		   h.ring == blk->depth * P2Z_BLK_HIST_PER_TAG) {
 		memcpy(blk->old_slots, buf + sizeof(h), ss);
+		blk->old_lost = h.lost;
 		blk->old_rings = malloc(rb);
 		if (blk->old_rings)
 			memcpy(blk->old_rings, buf + sizeof(h) + ss, rb);

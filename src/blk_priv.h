@@ -141,9 +141,11 @@ struct p2z_blk_queue {
  * @nr_queues: queues
  * @depth: tags per queue
  * @ring: entries in each queue's ring
- * @pad: zero
- * @pad2: zero
- * @seq: the newest completed append's seq (atomic)
+ * @lost: the newest seq of a zone op marker a ring overwrote (UINT64_MAX:
+ *	  one still OPEN), or 0 (atomic; zero in records of binaries before
+ *	  markers, which ignore it)
+ * @seq: the record's counter: the newest completed append's or zone op
+ *	 marker's seq (atomic)
  */
 struct p2z_blk_rec {
 	uint64_t magic;
@@ -151,10 +153,11 @@ struct p2z_blk_rec {
 	uint32_t nr_queues;
 	uint32_t depth;
 	uint32_t ring;
-	uint32_t pad;
-	uint32_t pad2;
+	uint64_t lost;
 	uint64_t seq;
 };
+/* version 2's layout: @lost is where two zero pads were */
+_Static_assert(sizeof(struct p2z_blk_rec) == 40, "append record header");
 
 /**
  * struct p2z_blk_ring - a queue's ring of completed appends, @ring
@@ -220,6 +223,7 @@ p2z_blk_ring_of(void *rings, unsigned int depth, unsigned int qid)
  * @old_slots: recover: the dead server's slots (a copy), or NULL
  * @old_rings: recover: the dead server's rings (a copy), or NULL (its
  *	       record had none: version 1)
+ * @old_lost: recover: the dead server's record's @lost
  * @old_taken: recover: which of them a reissued append matched (atomic)
  * @wp_rec: recover: each zone's write pointer when recovered
  * @nr_reissue: recover: reissued requests by enum p2z_blk_reissue_class
@@ -257,6 +261,7 @@ struct p2z_blk {
 	void *rings;
 	struct p2z_blk_slot *old_slots;
 	void *old_rings;
+	uint64_t old_lost;
 	uint8_t *old_taken;
 	uint64_t *wp_rec;
 	uint64_t nr_reissue[P2Z_BLK_RC_NR];

@@ -294,7 +294,13 @@ static void p2z_blk_slot_submitted(const struct p2z_blk_tag *t, uint64_t len,
 	s->zidx = t->zidx;
 	s->len = (uint32_t)(len >> blk->g.lba_shift);
 	s->crc = crc;
-	/* the counter before the write pointer: what completes later is newer */
+	/*
+	 * The counter before the write pointer: what completes later is
+	 * newer. After the gate, with a fence paired with the zone op's
+	 * (p2z_blk_zop_begin()): a seq before the op's begin means the op's
+	 * drain saw this append in the gate and waited for it.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	s->seq = __atomic_load_n(&blk->rec->seq, __ATOMIC_ACQUIRE);
 	s->wp_submit =
 		__atomic_load_n(&blk->zones[t->zidx].wp_ofs, __ATOMIC_ACQUIRE);
@@ -319,13 +325,26 @@ static void p2z_blk_slot_landed(const struct p2z_blk_tag *t, uint64_t landed)
 	__atomic_store_n(&s->state, P2Z_BLK_SLOT_LANDED, __ATOMIC_RELEASE);
 }
 
+/* @lost = max(@lost, @seq) in the record's header */
+static void p2z_blk_rec_lost(struct p2z_blk_rec *rec, uint64_t seq)
+{
+	uint64_t cur = __atomic_load_n(&rec->lost, __ATOMIC_ACQUIRE);
+
+	while (cur < seq &&
+	       !__atomic_compare_exchange_n(&rec->lost, &cur, seq, true,
+					    __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
 /*
- * A landed append's slot is about to be freed: its landing goes into its
- * queue's ring first (numbered by the record's counter), so a later
- * recovery still knows the range holds another append's data.
+ * The next entry of @q's ring, numbered @seq (taken from the record's
+ * counter by the caller). An overwritten entry's seq goes to the ring's
+ * dropped, a marker's to the record's lost (an OPEN one: UINT64_MAX).
  */
-static void p2z_blk_hist_add(struct p2z_blk_queue *q,
-			     const struct p2z_blk_slot *s)
+static struct p2z_blk_hist *p2z_blk_hist_put(struct p2z_blk_queue *q,
+					     uint64_t zidx, uint64_t landed,
+					     uint32_t len, uint32_t pad,
+					     uint64_t seq)
 {
 	struct p2z_blk *blk = q->blk;
 	struct p2z_blk_ring *r =
@@ -334,19 +353,82 @@ static void p2z_blk_hist_add(struct p2z_blk_queue *q,
 	uint64_t nr = (uint64_t)blk->depth * P2Z_BLK_HIST_PER_TAG;
 	struct p2z_blk_hist *e = &h[r->head % nr];
 
-	if (e->seq)
+	if (e->seq) {
 		__atomic_store_n(&r->dropped, e->seq, __ATOMIC_RELEASE);
+		if (!e->len)
+			p2z_blk_rec_lost(blk->rec, e->pad == P2Z_BLK_ZOP_OPEN ?
+							   UINT64_MAX :
+							   e->seq);
+	}
 	/* a kill while rewriting it leaves seq 0 (no entry): in order */
 	__atomic_store_n(&e->seq, 0, __ATOMIC_RELEASE);
 	__atomic_signal_fence(__ATOMIC_SEQ_CST);
-	e->zidx = s->zidx;
-	e->landed = s->landed;
-	e->len = s->len;
+	e->zidx = zidx;
+	e->landed = landed;
+	e->len = len;
+	e->pad = pad;
+	__atomic_store_n(&e->seq, seq, __ATOMIC_RELEASE);
+	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+	return e;
+}
+
+/*
+ * A landed append's slot is about to be freed: its landing goes into its
+ * queue's ring first (numbered by the record's counter, with how far the
+ * counter moved since it was sent), so a later recovery still knows the
+ * range holds another append's data, and whether a zone op came between.
+ */
+static void p2z_blk_hist_add(struct p2z_blk_queue *q,
+			     const struct p2z_blk_slot *s)
+{
+	uint64_t seq =
+		__atomic_add_fetch(&q->blk->rec->seq, 1, __ATOMIC_ACQ_REL);
+	uint64_t adv = seq - s->seq;
+
+	p2z_blk_hist_put(q, s->zidx, s->landed, s->len,
+			 adv > UINT32_MAX ? UINT32_MAX : (uint32_t)adv, seq);
+}
+
+/*
+ * A zone reset or finish (or reset-all: @zidx P2Z_BLK_HIST_ALL) begins:
+ * its marker goes into @q's ring, OPEN, numbered by the counter taken now,
+ * before the drain. The fence pairs with p2z_blk_slot_submitted()'s: an
+ * append whose slot seq is older entered its gate before the drain looked,
+ * so it completed (its landing recorded) before the device op. Return:
+ * the marker (p2z_blk_zop_end()), or NULL without a record.
+ */
+static struct p2z_blk_hist *p2z_blk_zop_begin(struct p2z_blk_queue *q,
+					      uint64_t zidx)
+{
+	uint64_t seq;
+	struct p2z_blk_hist *e;
+
+	if (!q->blk->slots)
+		return NULL;
+	seq = __atomic_add_fetch(&q->blk->rec->seq, 1, __ATOMIC_SEQ_CST);
+	e = p2z_blk_hist_put(q, zidx, seq, 0, P2Z_BLK_ZOP_OPEN, seq);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	return e;
+}
+
+/*
+ * The device op of marker @e ended (@ret its result), before the request's
+ * commit: the marker gets the counter now (an append the kernel sends
+ * after the commit takes a seq at least this), then its state. Its ring
+ * cannot have wrapped since p2z_blk_zop_begin(): only this queue writes
+ * it, and it frees fewer than depth slots while its own request waits.
+ */
+static void p2z_blk_zop_end(struct p2z_blk_queue *q, struct p2z_blk_hist *e,
+			    int ret)
+{
+	if (!e)
+		return;
 	__atomic_store_n(&e->seq,
-			 __atomic_add_fetch(&blk->rec->seq, 1,
+			 __atomic_add_fetch(&q->blk->rec->seq, 1,
 					    __ATOMIC_ACQ_REL),
 			 __ATOMIC_RELEASE);
-	__atomic_store_n(&r->head, r->head + 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&e->pad, ret ? P2Z_BLK_ZOP_FAILED : P2Z_BLK_ZOP_DONE,
+			 __ATOMIC_RELEASE);
 }
 
 void p2z_blk_slots_free(struct p2z_blk_queue *q)
@@ -518,12 +600,40 @@ static int p2z_blk_place_match(void *ctx, uint64_t lba)
 }
 
 /*
+ * The zone ops of zone @zidx in the dead server's rings (its markers) into
+ * @z (@z->op allocated, room for every ring entry; none for a record
+ * without rings). Return: 0 or -ENOMEM.
+ */
+static int p2z_blk_old_zops(const struct p2z_blk *blk, uint64_t zidx,
+			    struct p2z_blk_zops *z)
+{
+	size_t nr = (size_t)blk->depth * P2Z_BLK_HIST_PER_TAG;
+	const struct p2z_blk_ring *r;
+	unsigned int q;
+
+	*z = (struct p2z_blk_zops){ .lost = blk->old_lost };
+	if (!blk->old_rings)
+		return 0;
+	z->op = calloc(nr * blk->nr_queues, sizeof(*z->op));
+	if (!z->op)
+		return -ENOMEM;
+	for (q = 0; q < blk->nr_queues; q++) {
+		r = p2z_blk_ring_of(blk->old_rings, blk->depth, q);
+		p2z_blk_hist_zops((const struct p2z_blk_hist *)(r + 1), nr,
+				  zidx, z);
+	}
+	return 0;
+}
+
+/*
  * The busy ranges of the dead server's history (its rings) for an append
  * of zone @m->zidx sent at seq @m->seq, appended to @busy (room for every
- * ring entry). Return: true if no ring lost an entry newer than that.
+ * ring entry), classed by the zone's ops @z. Return: true if no ring lost
+ * an entry newer than that.
  */
 static bool p2z_blk_old_hist(const struct p2z_blk *blk,
 			     const struct p2z_blk_slot *m,
+			     const struct p2z_blk_zops *z,
 			     struct p2z_blk_range *busy, size_t *nb)
 {
 	size_t nr = (size_t)blk->depth * P2Z_BLK_HIST_PER_TAG;
@@ -536,10 +646,37 @@ static bool p2z_blk_old_hist(const struct p2z_blk *blk,
 	for (q = 0; q < blk->nr_queues; q++) {
 		r = p2z_blk_ring_of(blk->old_rings, blk->depth, q);
 		if (!p2z_blk_hist_busy((const struct p2z_blk_hist *)(r + 1), nr,
-				       r->dropped, m->zidx, m->seq, busy, nb))
+				       r->dropped, m->zidx, m->seq, z, busy,
+				       nb))
 			complete = false;
 	}
 	return complete;
+}
+
+/*
+ * The other LANDED slots of @m's zone as busy ranges (not those a zone op
+ * erased before @m was sent, MAYBE ones marked), appended to @busy.
+ */
+static void p2z_blk_old_landed(const struct p2z_blk *blk, long i,
+			       const struct p2z_blk_zops *z,
+			       struct p2z_blk_range *busy, size_t *nb)
+{
+	size_t k, n = (size_t)blk->nr_queues * blk->depth;
+	const struct p2z_blk_slot *m = &blk->old_slots[i], *s;
+	enum p2z_blk_landing c;
+
+	for (k = 0; k < n; k++) {
+		s = &blk->old_slots[k];
+		if ((long)k == i || s->zidx != m->zidx ||
+		    __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) !=
+			    P2Z_BLK_SLOT_LANDED)
+			continue;
+		c = p2z_blk_landing_of(z, s->seq, s->seq, m->seq);
+		if (c != P2Z_BLK_LANDING_GONE)
+			busy[(*nb)++] = (struct p2z_blk_range){
+				s->landed, s->len, c == P2Z_BLK_LANDING_MAYBE
+			};
+	}
 }
 
 /*
@@ -548,16 +685,18 @@ static bool p2z_blk_old_hist(const struct p2z_blk *blk,
  * write pointer @wp are read once and p2z_blk_reissue_place() looks for
  * its data there, outside the other landings known (recorded, placed
  * before: a placed slot becomes LANDED, or completed and freed: the
- * dead server's rings). A match while a ring lost entries newer than the
- * append (or the record had no rings) is not trusted. Return: DONE
- * (*@at), SEND, FAIL.
+ * dead server's rings), leaving out those a reset or finish of the zone
+ * erased before it was sent (@z, p2z_blk_landing_of()). A match while a
+ * ring lost entries newer than the append (or the record had no rings) is
+ * not trusted. Return: DONE (*@at), SEND, FAIL.
  */
 static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
+						 const struct p2z_blk_zops *z,
 						 uint64_t wp, const char *data,
 						 uint64_t len, uint64_t *at)
 {
 	struct p2z_blk_slot *m = &blk->old_slots[i];
-	size_t k, n = (size_t)blk->nr_queues * blk->depth, nb = 0;
+	size_t n = (size_t)blk->nr_queues * blk->depth, nb = 0;
 	struct p2z_blk_place_ctx c = { .base = m->wp_submit,
 				       .data = data,
 				       .bytes = len,
@@ -572,15 +711,8 @@ static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 	if (!busy)
 		return P2Z_BLK_REISSUE_FAIL;
 	pthread_mutex_lock(&p2z_blk_place_lock);
-	for (k = 0; k < n; k++) {
-		const struct p2z_blk_slot *s = &blk->old_slots[k];
-
-		if ((long)k != i && s->zidx == m->zidx &&
-		    s->state == P2Z_BLK_SLOT_LANDED)
-			busy[nb++] =
-				(struct p2z_blk_range){ s->landed, s->len };
-	}
-	complete = p2z_blk_old_hist(blk, m, busy, &nb);
+	p2z_blk_old_landed(blk, i, z, busy, &nb);
+	complete = p2z_blk_old_hist(blk, m, z, busy, &nb);
 	if (wp >= m->wp_submit + m->len) {
 		c.zone = zone = malloc((wp - m->wp_submit) << c.sh);
 		if (!zone)
@@ -607,6 +739,39 @@ out:
 }
 
 /*
+ * The dead server's slot @i of a reissued append: a reset or finish of its
+ * zone not ended when it was sent -> FAIL (p2z_blk_zop_unsure()); sent
+ * without a recorded landing -> p2z_blk_append_place(); else
+ * p2z_blk_reissue_append() (COMPARE: *@at).
+ */
+static enum p2z_blk_reissue p2z_blk_append_decide(struct p2z_blk_tag *t, long i,
+						  uint64_t len, uint64_t moved,
+						  unsigned int unknown,
+						  uint64_t *at)
+{
+	struct p2z_blk *blk = t->q->blk;
+	const struct p2z_blk_slot *m = &blk->old_slots[i];
+	enum p2z_blk_reissue r = P2Z_BLK_REISSUE_FAIL;
+	uint64_t wp = blk->wp_rec[t->zidx];
+	struct p2z_blk_zops z;
+
+	if (p2z_blk_old_zops(blk, t->zidx, &z))
+		return P2Z_BLK_REISSUE_FAIL;
+	if (p2z_blk_zop_unsure(&z, m->seq))
+		p2z_log(LOG_WARNING,
+			"recovery: an append of zone %" PRIu64
+			" was in flight across a reset or finish of it",
+			t->zidx);
+	else if (m->state == P2Z_BLK_SLOT_SUBMITTED)
+		r = p2z_blk_append_place(blk, i, &z, wp, p2z_blk_tag_buf(t),
+					 len, at);
+	else
+		r = p2z_blk_reissue_append(m, wp, moved, unknown, -1, at);
+	free(z.op);
+	return r;
+}
+
+/*
  * A zone append after a recovery: if the dead server had it (its slot),
  * p2z_blk_reissue_append() decides; landed -> committed here with its
  * sector. Return: 0 (send it), 1 (committed).
@@ -625,12 +790,7 @@ static int p2z_blk_append_reissue(struct p2z_blk_tag *t, uint64_t len,
 			     &unknown);
 	if (i < 0)
 		return 0;
-	if (blk->old_slots[i].state == P2Z_BLK_SLOT_SUBMITTED)
-		r = p2z_blk_append_place(blk, i, wp, p2z_blk_tag_buf(t), len,
-					 &at);
-	else
-		r = p2z_blk_reissue_append(&blk->old_slots[i], wp, moved,
-					   unknown, -1, &at);
+	r = p2z_blk_append_decide(t, i, len, moved, unknown, &at);
 	if (r == P2Z_BLK_REISSUE_COMPARE) {
 		cmp = p2z_blk_compare(blk, t->zidx, at, p2z_blk_tag_buf(t),
 				      len);
@@ -858,17 +1018,27 @@ static int p2z_blk_zone_op(struct p2z_blk *blk, uint64_t zidx,
 	return 0;
 }
 
-/* After the zone's writes and appends in flight completed (never lost). */
+/*
+ * After the zone's writes and appends in flight completed (never lost). A
+ * reset or finish is marked in the record around its drain and device op
+ * (p2z_blk_zop_begin()).
+ */
 static int p2z_blk_zone_mgmt(struct p2z_blk_queue *q,
 			     const struct ublksrv_io_desc *iod,
 			     enum p2z_zone_op op)
 {
+	struct p2z_blk_hist *mark = NULL;
 	uint64_t zidx;
+	int ret;
 
 	if (p2z_blk_zone_of(&q->blk->g, iod->start_sector, true, &zidx))
 		return -EIO;
+	if (op == P2Z_ZONE_OP_RESET || op == P2Z_ZONE_OP_FINISH)
+		mark = p2z_blk_zop_begin(q, zidx);
 	p2z_blk_zones_drain(q, zidx, 1);
-	return p2z_blk_zone_op(q->blk, zidx, op);
+	ret = p2z_blk_zone_op(q->blk, zidx, op);
+	p2z_blk_zop_end(q, mark, ret);
+	return ret;
 }
 
 /**
@@ -915,11 +1085,15 @@ static int p2z_blk_reset_all(struct p2z_blk_queue *q)
 {
 	struct p2z_blk *blk = q->blk;
 	struct p2z_blk_walk w = { .blk = blk };
+	struct p2z_blk_hist *mark = p2z_blk_zop_begin(q, P2Z_BLK_HIST_ALL);
+	int ret;
 
 	p2z_blk_zones_drain(q, 0, blk->g.nr_zones);
-	return p2z_blk_walk_ret(&w,
-				p2z_dev_zone_walk(blk->dev, 0, blk->g.nr_zones,
-						  p2z_blk_reset_fn, &w));
+	ret = p2z_blk_walk_ret(&w,
+			       p2z_dev_zone_walk(blk->dev, 0, blk->g.nr_zones,
+						 p2z_blk_reset_fn, &w));
+	p2z_blk_zop_end(q, mark, ret);
+	return ret;
 }
 
 static int p2z_blk_report_fn(const struct p2z_zone_info *zi, uint64_t zidx,

@@ -491,12 +491,17 @@ struct p2z_blk_slot {
 
 /**
  * struct p2z_blk_hist - a completed zone append in the record's history
- * (a per-queue ring, written before its slot is freed)
- * @zidx: zone index
- * @landed: where it landed, LBA from the zone start
- * @len: LBAs
- * @pad: zero
- * @seq: its number (the record's counter, from 1, increasing)
+ * (a per-queue ring, written before its slot is freed), or a zone reset or
+ * finish (a marker: @len 0, which binaries before markers skip)
+ * @zidx: zone index (a marker: P2Z_BLK_HIST_ALL for a reset-all)
+ * @landed: where it landed, LBA from the zone start (a marker: the
+ *	    record's counter when the zone op began, before its drain)
+ * @len: LBAs (a marker: 0)
+ * @pad: the counter's advance from the append's send to @seq (@seq - its
+ *	 slot's seq, at most UINT32_MAX; 0 unknown: an older binary's); a
+ *	 marker: enum p2z_blk_zop_state
+ * @seq: its number (the record's counter, from 1, increasing); a marker:
+ *	 @landed while OPEN, the counter after the zone op once DONE/FAILED
  */
 struct p2z_blk_hist {
 	uint64_t zidx;
@@ -504,6 +509,44 @@ struct p2z_blk_hist {
 	uint32_t len;
 	uint32_t pad;
 	uint64_t seq;
+};
+
+/* a marker's @zidx: every zone (a reset-all) */
+#define P2Z_BLK_HIST_ALL UINT64_MAX
+
+/* A zone op marker's state (struct p2z_blk_hist @pad) */
+enum p2z_blk_zop_state {
+	P2Z_BLK_ZOP_OPEN = 1, /* begun, not done: anything may have happened */
+	P2Z_BLK_ZOP_DONE, /* done: the zone's data before it is gone (reset) */
+	P2Z_BLK_ZOP_FAILED, /* the device failed it: the zone unknown */
+};
+
+/**
+ * struct p2z_blk_zop - a reset or finish of a zone (or a reset-all) in the
+ * dead server's record
+ * @begin: the record's counter when it began (before its drain: an append
+ *	   sent before it had completed before the device op)
+ * @end: the counter once the device op ended (UINT64_MAX: OPEN; an append
+ *	 sent with a slot seq >= @end was sent after it)
+ * @state: enum p2z_blk_zop_state
+ */
+struct p2z_blk_zop {
+	uint64_t begin;
+	uint64_t end;
+	uint32_t state;
+};
+
+/**
+ * struct p2z_blk_zops - the zone ops of one zone in the dead server's rings
+ * @op: @nr of them
+ * @nr: entries in @op
+ * @lost: the newest @end of a marker of any zone a ring overwrote (an OPEN
+ *	  one: UINT64_MAX), or 0
+ */
+struct p2z_blk_zops {
+	struct p2z_blk_zop *op;
+	size_t nr;
+	uint64_t lost;
 };
 
 /**
@@ -538,10 +581,13 @@ enum p2z_blk_reissue p2z_blk_reissue_append(const struct p2z_blk_slot *slot,
  * struct p2z_blk_range - LBAs [@lba, @lba + @len) of a zone
  * @lba: first LBA, from the zone start
  * @len: LBAs
+ * @maybe: another append's landing that a zone op of the zone may have
+ *	   erased (p2z_blk_landing_of() MAYBE)
  */
 struct p2z_blk_range {
 	uint64_t lba;
 	uint64_t len;
+	bool maybe;
 };
 
 /**
@@ -550,7 +596,8 @@ struct p2z_blk_range {
  * @slot: its slot, SUBMITTED (sent, no landing recorded)
  * @wp: the zone's write pointer on the device at the recovery
  * @busy: ranges of the zone known to hold other appends (their recorded
- *	  or already placed landings)
+ *	  or already placed landings, none from before a reset or finish the
+ *	  append was sent after), and ranges that may (@maybe)
  * @nr_busy: entries in @busy
  * @match: 1 if the device's bytes at [lba, lba + @slot->len) equal the
  *	   append's data, 0 if not, -errno if they could not be read
@@ -559,7 +606,9 @@ struct p2z_blk_range {
  *
  * The append landed, if at all, at some LBA p >= @slot->wp_submit with
  * p + len <= @wp, outside @busy, and its bytes are there. Every such p
- * is compared (@match): exactly one matches -> DONE at it; none -> it did
+ * is compared (@match; a @maybe range is compared too, and a match
+ * overlapping one fails: the bytes may be that other append's): exactly
+ * one matches -> DONE at it; none -> it did
  * not land (or only part of it did, and the kernel never had a completion
  * for it): SEND; more than one (identical data), the write pointer before
  * @slot->wp_submit (the zone went back) or a failed compare -> FAIL.
@@ -575,6 +624,61 @@ p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
 		      void *ctx, uint64_t *at);
 
 /**
+ * p2z_blk_hist_zops() - the zone op markers of zone @zidx (and reset-alls)
+ * in one queue's ring
+ * @ring: the queue's ring, @nr entries (unused ones have seq 0)
+ * @nr: entries in @ring
+ * @zidx: the zone
+ * @zops: result: its markers appended to @zops->op (room for @nr more);
+ *	  an unknown state counts as OPEN
+ */
+void p2z_blk_hist_zops(const struct p2z_blk_hist *ring, size_t nr,
+		       uint64_t zidx, struct p2z_blk_zops *zops);
+
+/**
+ * p2z_blk_zop_unsure() - whether a zone op of its zone keeps an append
+ * the dead server sent at @sent (its slot's seq) from being resolved
+ * @zops: its zone's ops (p2z_blk_hist_zops())
+ * @sent: its slot's seq
+ *
+ * An op not ended before it was sent (OPEN, or @end > @sent: it ran while
+ * the append was in flight, or began after it), or a lost marker newer
+ * than @sent: it may have landed before the op (erased) or after (in the
+ * data after it): the append fails (EIO), never placed or sent again.
+ *
+ * Return: true: fail it.
+ */
+bool p2z_blk_zop_unsure(const struct p2z_blk_zops *zops, uint64_t sent);
+
+/* What a recorded landing is to an append sent after it was (below) */
+enum p2z_blk_landing {
+	P2Z_BLK_LANDING_BUSY, /* its data is there: not the append's place */
+	P2Z_BLK_LANDING_GONE, /* erased by a reset before the append was sent */
+	P2Z_BLK_LANDING_MAYBE, /* cannot tell: a match on it fails */
+};
+
+/**
+ * p2z_blk_landing_of() - a recorded landing of another append of the zone,
+ * for an append sent at @sent that p2z_blk_zop_unsure() let through
+ * @zops: the zone's ops
+ * @lo: the other append's slot seq (when it was sent), at least...
+ * @hi: ... and at most (equal when known)
+ * @sent: the unresolved append's slot seq
+ *
+ * Only ops ended when @sent was taken count (@end <= @sent). The other
+ * sent before a DONE op began (@hi < @begin): the drain made it complete
+ * before the op, which erased it (a finish leaves it, but then nothing
+ * lands in the zone until a reset: GONE either way) -> GONE; sent before
+ * an op ended but not known before it began (racing it, or a FAILED op),
+ * or before a lost marker -> MAYBE; else BUSY.
+ *
+ * Return: enum p2z_blk_landing.
+ */
+enum p2z_blk_landing p2z_blk_landing_of(const struct p2z_blk_zops *zops,
+					uint64_t lo, uint64_t hi,
+					uint64_t sent);
+
+/**
  * p2z_blk_hist_busy() - one queue's history of completed appends, as busy
  * ranges for p2z_blk_reissue_place()
  * @ring: the queue's ring, @nr entries (unused ones have seq 0)
@@ -582,7 +686,10 @@ p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
  * @dropped: the seq of the newest entry the ring overwrote, or 0
  * @zidx: the zone of the unresolved append
  * @since: the record's counter when it was sent (its slot's seq)
- * @busy: result: the ranges of @zidx's entries with seq > @since appended
+ * @zops: the zone's ops (p2z_blk_landing_of()), or NULL (none known)
+ * @busy: result: the ranges of @zidx's entries with seq > @since appended,
+ *	  GONE ones left out, MAYBE ones with @maybe set (markers are no
+ *	  range)
  * @nr_busy: in: entries in @busy; out: plus those appended (room for @nr
  *	     more is needed)
  *
@@ -591,6 +698,7 @@ p2z_blk_reissue_place(const struct p2z_blk_slot *slot, uint64_t wp,
  */
 bool p2z_blk_hist_busy(const struct p2z_blk_hist *ring, size_t nr,
 		       uint64_t dropped, uint64_t zidx, uint64_t since,
+		       const struct p2z_blk_zops *zops,
 		       struct p2z_blk_range *busy, size_t *nr_busy);
 
 /**

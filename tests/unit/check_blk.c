@@ -755,7 +755,7 @@ START_TEST(test_reissue_place_cases)
 	struct place_dev d = { .err_at = -1 };
 	/* zone: xx written before, then appends B (3), A (2), C (1) landed */
 	const char *z = "xxBBBAAC";
-	struct p2z_blk_range busy[2] = { { 2, 3 } };
+	struct p2z_blk_range busy[2] = { { 2, 3, false } };
 	uint64_t at;
 
 	/* A, sent at wp 2, landed after B: found at 5 */
@@ -796,7 +796,7 @@ START_TEST(test_reissue_place_cases)
 	ck_assert_int_eq(place("xxAAAA", "AA", 2, 6, NULL, 0, &d, &at),
 			 P2Z_BLK_REISSUE_FAIL);
 	/* ... unless one of them is another append's (busy) */
-	busy[0] = (struct p2z_blk_range){ 2, 2 };
+	busy[0] = (struct p2z_blk_range){ 2, 2, false };
 	ck_assert_int_eq(place("xxAAAA", "AA", 2, 6, busy, 1, &d, &at),
 			 P2Z_BLK_REISSUE_DONE);
 	ck_assert_uint_eq(at, 4);
@@ -843,7 +843,7 @@ START_TEST(test_reissue_place_history)
 					       place_match, &d, &at),
 			 P2Z_BLK_REISSUE_DONE);
 	ck_assert_uint_eq(at, 2);
-	ck_assert(p2z_blk_hist_busy(ring, 4, 0, 2, s.seq, busy, &nb));
+	ck_assert(p2z_blk_hist_busy(ring, 4, 0, 2, s.seq, NULL, busy, &nb));
 	ck_assert_uint_eq(nb, 1);
 	ck_assert_uint_eq(busy[0].lba, 2);
 	ck_assert_uint_eq(busy[0].len, 2);
@@ -861,7 +861,7 @@ START_TEST(test_reissue_place_history)
 
 	/* the ring overwrote seq 9 > 6: history incomplete */
 	nb = 0;
-	ck_assert(!p2z_blk_hist_busy(ring, 4, 9, 2, s.seq, busy, &nb));
+	ck_assert(!p2z_blk_hist_busy(ring, 4, 9, 2, s.seq, NULL, busy, &nb));
 	at = 999;
 	ck_assert_int_eq(p2z_blk_reissue_place(&s, 6, busy, nb, false,
 					       place_match, &d, &at),
@@ -873,11 +873,189 @@ START_TEST(test_reissue_place_history)
 			 P2Z_BLK_REISSUE_SEND);
 	/* overwritten entries all older than the append: complete */
 	nb = 0;
-	ck_assert(p2z_blk_hist_busy(ring, 4, 6, 2, s.seq, busy, &nb));
+	ck_assert(p2z_blk_hist_busy(ring, 4, 6, 2, s.seq, NULL, busy, &nb));
 	/* unused entries (seq 0) and entries before seq 6 are no range */
 	nb = 0;
-	ck_assert(p2z_blk_hist_busy(ring, 4, 0, 2, 7, busy, &nb));
+	ck_assert(p2z_blk_hist_busy(ring, 4, 0, 2, 7, NULL, busy, &nb));
 	ck_assert_uint_eq(nb, 0);
+}
+END_TEST
+
+/*
+ * Issue #24, a reset between two appends: P ("AA", sent at seq 3) landed
+ * at 0, the zone was reset (marker: begun at 5 before its drain, ended at
+ * 8), P's slot was freed after that (entry seq 10, 7 after its send), Q
+ * (sent at 10) landed at 2, and M ("AA", sent at 9 at wp 0) landed at 0
+ * again, its landing unrecorded. Before markers P's range was busy like
+ * Q's: no candidate left, SEND, M written twice. Now P is GONE (sent
+ * before the reset began: the drain made it complete before the reset
+ * erased it), Q still busy: DONE at 0.
+ */
+START_TEST(test_reissue_place_reset)
+{
+	struct p2z_blk_hist ring[6] = {
+		{ .zidx = 2, .landed = 0, .len = 2, .pad = 7, .seq = 10 },
+		{ .zidx = 2,
+		  .landed = 5,
+		  .len = 0,
+		  .pad = P2Z_BLK_ZOP_DONE,
+		  .seq = 8 },
+		{ .zidx = 2, .landed = 2, .len = 2, .pad = 1, .seq = 11 },
+		{ .zidx = 3, /* another zone's reset: not M's */
+		  .landed = 9,
+		  .len = 0,
+		  .pad = P2Z_BLK_ZOP_OPEN,
+		  .seq = 9 },
+	};
+	struct p2z_blk_slot s = { .state = P2Z_BLK_SLOT_SUBMITTED,
+				  .len = 2,
+				  .zidx = 2,
+				  .wp_submit = 0,
+				  .seq = 9 };
+	struct place_dev d = {
+		.zone = "AAAA", .data = "AA", .len = 2, .err_at = -1
+	};
+	struct p2z_blk_zop op[6];
+	struct p2z_blk_zops z = { .op = op };
+	struct p2z_blk_range busy[6];
+	size_t nb = 0;
+	uint64_t at = 999;
+
+	/* before markers (no zops): P and Q busy, M sent again */
+	ck_assert(p2z_blk_hist_busy(ring, 6, 0, 2, s.seq, NULL, busy, &nb));
+	ck_assert_uint_eq(nb, 2);
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 4, busy, nb, true,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+
+	p2z_blk_hist_zops(ring, 6, 2, &z);
+	ck_assert_uint_eq(z.nr, 1);
+	ck_assert_uint_eq(op[0].begin, 5);
+	ck_assert_uint_eq(op[0].end, 8);
+	ck_assert_uint_eq(op[0].state, P2Z_BLK_ZOP_DONE);
+	ck_assert(!p2z_blk_zop_unsure(&z, s.seq));
+	nb = 0;
+	ck_assert(p2z_blk_hist_busy(ring, 6, 0, 2, s.seq, &z, busy, &nb));
+	ck_assert_uint_eq(nb, 1);
+	ck_assert_uint_eq(busy[0].lba, 2);
+	ck_assert_uint_eq(busy[0].len, 2);
+	ck_assert(!busy[0].maybe);
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 4, busy, nb, true,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_DONE);
+	ck_assert_uint_eq(at, 0);
+	/* P still a LANDED slot (its queue never freed it): GONE too */
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 3, 3, s.seq),
+			 P2Z_BLK_LANDING_GONE);
+	/* after the reset ended (Q), or sent during it: kept */
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 8, 8, s.seq),
+			 P2Z_BLK_LANDING_BUSY);
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 5, 5, s.seq),
+			 P2Z_BLK_LANDING_MAYBE);
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 7, 7, s.seq),
+			 P2Z_BLK_LANDING_MAYBE);
+	/* a send only known before its free (no advance): maybe */
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 0, 9, s.seq),
+			 P2Z_BLK_LANDING_MAYBE);
+	/* a landing sent during the reset at 0: a match there fails */
+	ring[4] = (struct p2z_blk_hist){
+		.zidx = 2, .landed = 0, .len = 2, .pad = 6, .seq = 12
+	};
+	nb = 0;
+	ck_assert(p2z_blk_hist_busy(ring, 6, 0, 2, s.seq, &z, busy, &nb));
+	ck_assert_uint_eq(nb, 2);
+	ck_assert(busy[1].maybe);
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 4, busy, nb, true,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	/* ... and one not matching M's bytes is only compared */
+	d.zone = "BBAA";
+	d.calls = 0;
+	ck_assert_int_eq(p2z_blk_reissue_place(&s, 4, busy, nb, true,
+					       place_match, &d, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	ck_assert_uint_eq(d.calls, 1);
+	d.zone = "AAAA";
+
+	/* a failed reset erased nothing for sure: P maybe */
+	op[0].state = P2Z_BLK_ZOP_FAILED;
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 3, 3, s.seq),
+			 P2Z_BLK_LANDING_MAYBE);
+	op[0].state = P2Z_BLK_ZOP_DONE;
+	/* a reset ended after M was sent is no reason for anything else */
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 3, 3, 7), P2Z_BLK_LANDING_BUSY);
+	/* a lost marker newer than the landing's send: maybe */
+	z.lost = 4;
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 3, 3, s.seq),
+			 P2Z_BLK_LANDING_GONE);
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 8, 8, s.seq),
+			 P2Z_BLK_LANDING_BUSY);
+	z.lost = 9;
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 8, 8, s.seq),
+			 P2Z_BLK_LANDING_MAYBE);
+	ck_assert(!p2z_blk_zop_unsure(&z, s.seq));
+	z.lost = 0;
+}
+END_TEST
+
+/*
+ * An append sent before a reset ended is never placed (it may have landed
+ * before the reset, erased, or after it, in the new data) nor sent again:
+ * FAIL. The same for an OPEN marker (the server died during the op), a
+ * reset-all's, and a lost marker newer than the append.
+ */
+START_TEST(test_reissue_reset_unsure)
+{
+	struct p2z_blk_hist ring[4] = {
+		{ .zidx = 2,
+		  .landed = 5,
+		  .len = 0,
+		  .pad = P2Z_BLK_ZOP_DONE,
+		  .seq = 8 },
+	};
+	struct p2z_blk_zop op[4];
+	struct p2z_blk_zops z = { .op = op };
+
+	p2z_blk_hist_zops(ring, 4, 2, &z);
+	ck_assert_uint_eq(z.nr, 1);
+	ck_assert(p2z_blk_zop_unsure(&z, 4)); /* before it began */
+	ck_assert(p2z_blk_zop_unsure(&z, 5)); /* during it */
+	ck_assert(p2z_blk_zop_unsure(&z, 7));
+	ck_assert(!p2z_blk_zop_unsure(&z, 8)); /* after it ended */
+	/* died during it: OPEN (end unknown), and an unknown state too */
+	ring[1] = (struct p2z_blk_hist){
+		.zidx = 2, .landed = 20, .pad = P2Z_BLK_ZOP_OPEN, .seq = 20
+	};
+	ring[2] = (struct p2z_blk_hist){
+		.zidx = 2, .landed = 30, .pad = 77, .seq = 31
+	};
+	z.nr = 0;
+	p2z_blk_hist_zops(ring, 4, 2, &z);
+	ck_assert_uint_eq(z.nr, 3);
+	ck_assert_uint_eq(op[1].end, UINT64_MAX);
+	ck_assert_uint_eq(op[2].end, UINT64_MAX);
+	ck_assert_uint_eq(op[2].state, P2Z_BLK_ZOP_OPEN);
+	ck_assert(p2z_blk_zop_unsure(&z, 100));
+	/* a reset-all's marker counts for every zone; seq 0 is no entry */
+	ring[1] = (struct p2z_blk_hist){ .zidx = P2Z_BLK_HIST_ALL,
+					 .landed = 40,
+					 .pad = P2Z_BLK_ZOP_DONE,
+					 .seq = 42 };
+	ring[2] = (struct p2z_blk_hist){ .zidx = 2, .pad = P2Z_BLK_ZOP_OPEN };
+	z.nr = 0;
+	p2z_blk_hist_zops(ring, 4, 7, &z);
+	ck_assert_uint_eq(z.nr, 1);
+	ck_assert_uint_eq(op[0].begin, 40);
+	ck_assert_uint_eq(op[0].end, 42);
+	ck_assert(p2z_blk_zop_unsure(&z, 41));
+	ck_assert(!p2z_blk_zop_unsure(&z, 42));
+	ck_assert_int_eq(p2z_blk_landing_of(&z, 39, 39, 42),
+			 P2Z_BLK_LANDING_GONE);
+	/* a lost marker newer than the append */
+	z.lost = 43;
+	ck_assert(p2z_blk_zop_unsure(&z, 42));
+	z.lost = UINT64_MAX; /* an OPEN one lost */
+	ck_assert(p2z_blk_zop_unsure(&z, 1000));
 }
 END_TEST
 
@@ -1011,6 +1189,8 @@ static Suite *blk_suite(void)
 	tcase_add_test(tc, test_reissue_append_cases);
 	tcase_add_test(tc, test_reissue_place_cases);
 	tcase_add_test(tc, test_reissue_place_history);
+	tcase_add_test(tc, test_reissue_place_reset);
+	tcase_add_test(tc, test_reissue_reset_unsure);
 	tcase_add_test(tc, test_crc32c_check_value);
 	tc = tcase_create("recover");
 	suite_add_tcase(s, tc);
