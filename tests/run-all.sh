@@ -10,7 +10,10 @@
 # (tests/vm/run.sh: Debian's 6.1 and 6.12 kernels, NVMe ZNS namespaces npo2
 # and po2), then po2zfs-blk in a QEMU guest (tests/vm/blk.sh: 6.12, zonefs,
 # f2fs, btrfs and fio on the ublk device of an npo2 namespace; 6.1, which
-# has no ublk, for the refusal). Build trees go to build-*/. P2Z_VM=0
+# has no ublk, for the refusal), then contrib/systemd/po2zfs-blk@.service
+# under systemd as a guest's PID 1 (tests/vm/sysd.sh: start, a killed
+# server restarted and its device recovered, systemctl restart handing
+# it over, stop). Build trees go to build-*/. P2Z_VM=0
 # leaves the QEMU steps out (a quick local run).
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -124,6 +127,9 @@ if [ "${P2Z_VM:-1}" != 0 ]; then
 	step "po2zfs-blk in a QEMU guest (kernel 6.12: zonefs, f2fs, btrfs; 6.1: refusal)" \
 		env P2Z_BUILD="$top/build-gcc" P2Z_VM_WORK="$top/build-vm-blk" \
 		P2Z_VM_TIMEOUT=900 timeout -k 10 1200 bash tests/vm/blk.sh
+	step "po2zfs-blk@.service under systemd in a QEMU guest (kill, restart, stop)" \
+		env P2Z_BUILD="$top/build-gcc" P2Z_VM_WORK="$top/build-vm-sysd" \
+		P2Z_VM_TIMEOUT=600 timeout -k 10 900 bash tests/vm/sysd.sh
 fi
 
 echo "run-all: $steps_ok passed, $steps_bad failed, $steps_skipped skipped"

@@ -128,6 +128,11 @@ while IFS= read -r line; do
 done <"$rules"
 grep -q 'IMPORT{program}="po2zfs-ng-id %k"' "$rules" ||
 	fail "$rules: does not run po2zfs-ng-id"
+# po2zfs-blk@.service binds to the device unit of the name: systemd makes
+# one only for a device udev tags "systemd" (99-systemd.rules tags block
+# devices, not nvme-generic ones); tests/vm/sysd.sh runs it
+grep -qx 'TAG+="systemd"' "$rules" ||
+	fail "$rules: does not tag the namespaces for systemd"
 if command -v udevadm >/dev/null && udevadm verify --help >/dev/null 2>&1; then
 	udevadm verify "$rules" || fail "udevadm verify $rules"
 else
