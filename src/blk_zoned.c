@@ -820,6 +820,28 @@ static int p2z_blk_append_reissue(struct p2z_blk_tag *t, uint64_t len,
 	return 1;
 }
 
+/*
+ * A write or append the device failed (or an append that landed outside
+ * its zone), logged with what the server knew: the kernel's own "I/O
+ * error" line has no reason, and an append's sector there is 0.
+ */
+static void p2z_blk_io_failed(const struct p2z_blk_tag *t, const char *what,
+			      uint64_t lba)
+{
+	const struct p2z_blk *blk = t->q->blk;
+
+	p2z_log(LOG_WARNING,
+		"zone %" PRIu64 ": %s of %zu bytes failed (%s, LBA %" PRIu64
+		", cached write pointer %" PRIu64 ", capacity %" PRIu64 ")",
+		t->zidx, what, t->io.len,
+		t->io.ret < 0			? strerror((int)-t->io.ret) :
+		t->io.ret != (ssize_t)t->io.len ? "short" :
+						  "landed outside its zone",
+		lba,
+		__atomic_load_n(&blk->zones[t->zidx].wp_ofs, __ATOMIC_RELAXED),
+		blk->zones[t->zidx].cap_lba);
+}
+
 static void p2z_blk_write_end_io(struct p2z_io *io)
 {
 	struct p2z_blk_tag *t = (struct p2z_blk_tag *)io;
@@ -827,6 +849,7 @@ static void p2z_blk_write_end_io(struct p2z_io *io)
 	struct p2z_blk_zone *z = &blk->zones[t->zidx];
 
 	if (io->ret != (ssize_t)io->len) {
+		p2z_blk_io_failed(t, "write", t->zone_ofs >> blk->g.lba_shift);
 		p2z_blk_zone_refresh(blk, t->zidx);
 		p2z_blk_gate_out(t, z);
 		return p2z_blk_done(
@@ -897,6 +920,7 @@ static void p2z_blk_append_end_io(struct p2z_io *io)
 	    p2z_blk_append_done(&blk->g, t->zidx, z->cap_lba, io->lba,
 				io->len >> blk->g.lba_shift, &sector,
 				&wp_ofs)) {
+		p2z_blk_io_failed(t, "append", io->lba);
 		p2z_blk_zone_refresh(blk, t->zidx);
 		p2z_blk_gate_out(t, z);
 		p2z_blk_slot_landed(t, UINT64_MAX);

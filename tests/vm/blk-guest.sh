@@ -1617,7 +1617,8 @@ rb_run() { # check-name strict|volatile log-prefix
 		# where the error came from: the kernel's and the servers' lines
 		dmesg | grep -iE 'error|ublk|btrfs' | grep -v 'BTRFS info' |
 			tail -n 12 | sed 's/^/P2Z-VM blk-'"$1"' klog: /'
-		cat "$3".* 2>/dev/null | grep -iE 'recovery|error|fail|EIO' |
+		grep -HiE 'recovery|error|fail|EIO' "$3".* 2>/dev/null |
+			grep -vE 'append-landed$|already-written$|rest$' |
 			tail -n 20 | sed 's/^/P2Z-VM blk-'"$1"' server: /'
 	fi
 	[ "$bad" = 0 ] || why="$why lost=$bad"
