@@ -44,6 +44,35 @@
 #include "blk_priv.h"
 #include "po2zfs/log.h"
 
+/*
+ * The ring's user_data of a device command of a queue on the ring itself
+ * (p2z_dev_queue_open_on()): its struct p2z_io with this bit; distinct
+ * from the tags and from P2Z_BLK_UD_EVENT / P2Z_BLK_UD_WAKE.
+ */
+#define P2Z_BLK_UD_DEV (1ULL << 62)
+
+/* Whether @q's device queue is on its ring (else: its eventfd is polled). */
+static bool p2z_blk_queue_on_ring(struct p2z_blk_queue *q)
+{
+	return p2z_dev_queue_fd(q->dq) < 0;
+}
+
+static bool p2z_blk_ud_dev(uint64_t ud)
+{
+	return (ud & (P2Z_BLK_UD_EVENT | P2Z_BLK_UD_DEV)) == P2Z_BLK_UD_DEV;
+}
+
+/*
+ * A device completion on the ring: to the device queue, and marked done
+ * (P2Z_BLK_UD_WAKE, which the loop skips) for a scan that meets it again.
+ */
+static void p2z_blk_queue_feed(struct p2z_blk_queue *q,
+			       struct io_uring_cqe *cqe)
+{
+	if (p2z_dev_queue_complete(q->dq, cqe) >= 0)
+		cqe->user_data = P2Z_BLK_UD_WAKE;
+}
+
 static void p2z_blk_queue_sqe(struct p2z_blk_queue *q, unsigned int tag,
 			      uint32_t op, int result, uint64_t zone_lba)
 {
@@ -116,10 +145,43 @@ static void p2z_blk_queue_taken(struct p2z_blk *blk)
 		;
 }
 
+/*
+ * A request waiting at a gate, called from the loop over the ring's
+ * completions: feed every device completion there is, from the ring's
+ * head on, without consuming anything; wait 1 ms at most for one more.
+ */
+static void p2z_blk_queue_wait_ring(struct p2z_blk_queue *q)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 1000000 };
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen = 0, fed = 0;
+
+	p2z_dev_queue_reap(q->dq, 0);
+	io_uring_for_each_cqe(&q->ring, head, cqe)
+	{
+		seen++;
+		if (p2z_blk_ud_dev(cqe->user_data)) {
+			p2z_blk_queue_feed(q, cqe);
+			fed += cqe->user_data == P2Z_BLK_UD_WAKE;
+		}
+	}
+	if (fed)
+		return;
+	p2z_blk_queue_submit(q, 0);
+	if (p2z_dev_queue_inflight(q->dq))
+		io_uring_wait_cqes(&q->ring, &cqe, seen + 1, &ts, NULL);
+	else
+		poll(NULL, 0, 1);
+}
+
 void p2z_blk_queue_wait(struct p2z_blk_queue *q)
 {
 	struct pollfd pfd = { .fd = p2z_dev_queue_fd(q->dq), .events = POLLIN };
 
+	if (pfd.fd < 0) {
+		p2z_blk_queue_wait_ring(q);
+		return;
+	}
 	p2z_blk_queue_submit(q, 0);
 	if (p2z_dev_queue_inflight(q->dq))
 		poll(&pfd, 1, 1);
@@ -151,6 +213,11 @@ static void p2z_blk_queue_arm(struct p2z_blk_queue *q)
  */
 static void p2z_blk_queue_wait_one(struct p2z_blk_queue *q)
 {
+	if (p2z_blk_queue_on_ring(q)) {
+		/* what completed without the ring */
+		p2z_dev_queue_reap(q->dq, 0);
+		return;
+	}
 	if (q->busy != 1 || p2z_dev_queue_inflight(q->dq) != 1 ||
 	    io_uring_cq_ready(&q->ring))
 		return;
@@ -172,7 +239,8 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 	bool handover;
 	int ret;
 
-	p2z_blk_queue_arm(q);
+	if (!p2z_blk_queue_on_ring(q))
+		p2z_blk_queue_arm(q);
 
 	while (live) {
 		handover = __atomic_load_n(&q->blk->handover, __ATOMIC_ACQUIRE);
@@ -189,6 +257,10 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 			if (cqe->user_data == P2Z_BLK_UD_EVENT) {
 				p2z_dev_queue_reap(q->dq, 0);
 				p2z_blk_queue_arm(q);
+				continue;
+			}
+			if (p2z_blk_ud_dev(cqe->user_data)) {
+				p2z_blk_queue_feed(q, cqe);
 				continue;
 			}
 			if (cqe->user_data == P2Z_BLK_UD_WAKE || handover)
@@ -212,6 +284,37 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 	return 0;
 }
 
+/*
+ * Before the device queue on the ring closes: serve the ring until it has
+ * nothing in flight (at a stop or a handover every tag was committed, so
+ * nothing is; a request the kernel sends meanwhile is left alone, as in
+ * p2z_blk_queue_serve()).
+ */
+static void p2z_blk_queue_drain(struct p2z_blk_queue *q)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen;
+
+	if (!p2z_blk_queue_on_ring(q))
+		return;
+	for (;;) {
+		p2z_dev_queue_reap(q->dq, 0);
+		if (!p2z_dev_queue_inflight(q->dq))
+			break;
+		if (p2z_blk_queue_submit(q, 1) < 0)
+			poll(NULL, 0, 1);
+		seen = 0;
+		io_uring_for_each_cqe(&q->ring, head, cqe)
+		{
+			seen++;
+			if (p2z_blk_ud_dev(cqe->user_data))
+				p2z_blk_queue_feed(q, cqe);
+		}
+		io_uring_cq_advance(&q->ring, seen);
+	}
+	p2z_blk_queue_submit(q, 0);
+}
+
 static void *p2z_blk_queue_thread(void *arg)
 {
 	struct p2z_blk_queue *q = arg;
@@ -219,11 +322,17 @@ static void *p2z_blk_queue_thread(void *arg)
 	unsigned int tag;
 	int ret;
 
-	ret = p2z_dev_queue_open(blk->dev, blk->depth, &q->dq);
+	/* The device's commands on this ring, else on a ring of their own. */
+	ret = p2z_dev_queue_open_on(blk->dev, blk->depth, &q->ring,
+				    P2Z_BLK_UD_DEV, &q->dq);
+	if (ret)
+		ret = p2z_dev_queue_open(blk->dev, blk->depth, &q->dq);
 	/*
 	 * The device queue holds /dev/ublkcN: released, and START_USER_RECOVERY
 	 * possible, only after the queue's last device command completed, even
-	 * if this process is killed (src/README.md, "ublk user recovery").
+	 * if this process is killed (src/README.md, "ublk user recovery"). On
+	 * this ring, the ring holds it, which the kernel frees only after its
+	 * last command, device or ublk, completed.
 	 */
 	if (!ret) {
 		ret = p2z_dev_queue_hold_fd(q->dq, blk->cdev_fd);
@@ -250,6 +359,7 @@ static void *p2z_blk_queue_thread(void *arg)
 	}
 	q->ret = p2z_blk_queue_serve(q);
 	/* Nothing is in flight once every tag was aborted; drain anyway. */
+	p2z_blk_queue_drain(q);
 	p2z_dev_queue_close(q->dq);
 	q->dq = NULL;
 	/* The main thread waits in sigwait() for this. */
@@ -288,9 +398,14 @@ static int p2z_blk_queue_init(struct p2z_blk *blk, struct p2z_blk_queue *q)
 		free(q->tags);
 		q->tags = NULL;
 	}
-	/* a command per tag and the event poll */
+	/*
+	 * A command per tag and the event poll, or a device command per tag
+	 * (p2z_dev_queue_open_on(): NVMe passthrough's 128-byte SQEs and
+	 * 32-byte CQEs)
+	 */
 	ret = q->tags ? io_uring_queue_init(2 * blk->depth, &q->ring,
-					    IORING_SETUP_SQE128) :
+					    IORING_SETUP_SQE128 |
+						    IORING_SETUP_CQE32) :
 			-ENOMEM;
 	if (ret) {
 		free(q->tags);
