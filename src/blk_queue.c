@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * po2zfs-blk's queues (as ublksrv's lib/ublksrv.c): one per online CPU, at
- * most P2Z_BLK_MAX_QUEUES, each a thread with its own io_uring (SQE128) on
- * /dev/ublkcN and its own asynchronous device queue (p2z_dev_queue_open()),
- * so that every tag can be at the device at once. A queue thread fetches
- * every tag, then hands each request the kernel sends to the zoned target
- * (p2z_blk_handle()), which starts it on the device queue and returns; the
- * device queue's eventfd is polled on the same ring (user_data
- * P2Z_BLK_UD_EVENT; a tag's commands carry the tag), and when it fires the
- * thread reaps the device queue, whose end_io calls commit the tags
- * (COMMIT_AND_FETCH; an append's landing sector in zone_append_lba); a
+ * most P2Z_BLK_MAX_QUEUES, each a thread with its own io_uring (SQE128,
+ * CQE32) on /dev/ublkcN and its own asynchronous device queue, so that
+ * every tag can be at the device at once. A queue thread fetches every
+ * tag, then hands each request the kernel sends to the zoned target
+ * (p2z_blk_handle()), which starts it on the device queue and returns.
+ * The device queue's commands go on the same ring (p2z_dev_queue_open_on():
+ * user_data their io with P2Z_BLK_UD_DEV; a tag's ublk commands carry the
+ * tag), submitted with the commits by the loop's one io_uring_enter(), and
+ * each of their completions is fed to p2z_dev_queue_complete(), whose
+ * end_io calls commit the tags (COMMIT_AND_FETCH; an append's landing
+ * sector in zone_append_lba): as ublksrv's and rublk's targets, a request
+ * costs its device command's enter and its commit's. A backend that cannot
+ * share a ring (the worker pool) gets a device queue of its own
+ * (p2z_dev_queue_open()), whose eventfd is polled on the ring
+ * (P2Z_BLK_UD_EVENT): when it fires the thread reaps the device queue; a
  * queue holding a single request, at the device, waits on the device
  * queue itself instead (p2z_blk_queue_wait_one(): QD1 latency). Zone
  * operations and reports are served synchronously after the zone's writes
@@ -29,8 +35,9 @@
  *
  * Stop: the kernel aborts a tag's fetch only once its request was
  * committed, so a thread whose tags are all aborted has nothing in flight;
- * it closes its device queue (which drains) and ends; the final flush
- * comes after every thread ended.
+ * it drains its device queue (serving the ring until nothing is in flight,
+ * p2z_blk_queue_drain(), or p2z_dev_queue_close() waits) and ends; the
+ * final flush comes after every thread ended.
  */
 #include <errno.h>
 #include <inttypes.h>
