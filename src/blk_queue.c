@@ -233,6 +233,20 @@ static void p2z_blk_queue_wait_one(struct p2z_blk_queue *q)
 }
 
 /*
+ * A request was just started on the ring and more completions follow it
+ * in this batch: submit its device command now rather than with the
+ * batch, so that it does not wait for the requests after it (a write's
+ * data copy, pread() from /dev/ublkcN, takes long). A batch's last request
+ * goes with the loop's submit-and-wait: at QD1, one system call.
+ */
+static void p2z_blk_queue_early(struct p2z_blk_queue *q, unsigned int seen)
+{
+	if (p2z_blk_queue_on_ring(q) && io_uring_sq_ready(&q->ring) &&
+	    io_uring_cq_ready(&q->ring) > seen)
+		p2z_blk_queue_submit(q, 0);
+}
+
+/*
  * Serve completions until every tag is aborted (the device stopped), or at
  * a handover until what this queue started is committed: a request the
  * kernel sends after it is left alone (the kernel sends it again to the
@@ -285,6 +299,7 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 			q->busy++;
 			p2z_blk_queue_taken(q->blk);
 			p2z_blk_handle(q, tag);
+			p2z_blk_queue_early(q, seen);
 		}
 		io_uring_cq_advance(&q->ring, seen);
 	}
