@@ -1,15 +1,21 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * po2zfs-blk's queues (as ublksrv's lib/ublksrv.c): one per online CPU, at
- * most P2Z_BLK_MAX_QUEUES, each a thread with its own io_uring (SQE128) on
- * /dev/ublkcN and its own asynchronous device queue (p2z_dev_queue_open()),
- * so that every tag can be at the device at once. A queue thread fetches
- * every tag, then hands each request the kernel sends to the zoned target
- * (p2z_blk_handle()), which starts it on the device queue and returns; the
- * device queue's eventfd is polled on the same ring (user_data
- * P2Z_BLK_UD_EVENT; a tag's commands carry the tag), and when it fires the
- * thread reaps the device queue, whose end_io calls commit the tags
- * (COMMIT_AND_FETCH; an append's landing sector in zone_append_lba); a
+ * most P2Z_BLK_MAX_QUEUES, each a thread with its own io_uring (SQE128,
+ * CQE32) on /dev/ublkcN and its own asynchronous device queue, so that
+ * every tag can be at the device at once. A queue thread fetches every
+ * tag, then hands each request the kernel sends to the zoned target
+ * (p2z_blk_handle()), which starts it on the device queue and returns.
+ * The device queue's commands go on the same ring (p2z_dev_queue_open_on():
+ * user_data their io with P2Z_BLK_UD_DEV; a tag's ublk commands carry the
+ * tag), submitted with the commits by the loop's one io_uring_enter(), and
+ * each of their completions is fed to p2z_dev_queue_complete(), whose
+ * end_io calls commit the tags (COMMIT_AND_FETCH; an append's landing
+ * sector in zone_append_lba): as ublksrv's and rublk's targets, a request
+ * costs its device command's enter and its commit's. A backend that cannot
+ * share a ring (the worker pool) gets a device queue of its own
+ * (p2z_dev_queue_open()), whose eventfd is polled on the ring
+ * (P2Z_BLK_UD_EVENT): when it fires the thread reaps the device queue; a
  * queue holding a single request, at the device, waits on the device
  * queue itself instead (p2z_blk_queue_wait_one(): QD1 latency). Zone
  * operations and reports are served synchronously after the zone's writes
@@ -29,8 +35,9 @@
  *
  * Stop: the kernel aborts a tag's fetch only once its request was
  * committed, so a thread whose tags are all aborted has nothing in flight;
- * it closes its device queue (which drains) and ends; the final flush
- * comes after every thread ended.
+ * it drains its device queue (serving the ring until nothing is in flight,
+ * p2z_blk_queue_drain(), or p2z_dev_queue_close() waits) and ends; the
+ * final flush comes after every thread ended.
  */
 #include <errno.h>
 #include <inttypes.h>
@@ -43,6 +50,35 @@
 
 #include "blk_priv.h"
 #include "po2zfs/log.h"
+
+/*
+ * The ring's user_data of a device command of a queue on the ring itself
+ * (p2z_dev_queue_open_on()): its struct p2z_io with this bit; distinct
+ * from the tags and from P2Z_BLK_UD_EVENT / P2Z_BLK_UD_WAKE.
+ */
+#define P2Z_BLK_UD_DEV (1ULL << 62)
+
+/* Whether @q's device queue is on its ring (else: its eventfd is polled). */
+static bool p2z_blk_queue_on_ring(struct p2z_blk_queue *q)
+{
+	return p2z_dev_queue_fd(q->dq) < 0;
+}
+
+static bool p2z_blk_ud_dev(uint64_t ud)
+{
+	return (ud & (P2Z_BLK_UD_EVENT | P2Z_BLK_UD_DEV)) == P2Z_BLK_UD_DEV;
+}
+
+/*
+ * A device completion on the ring: to the device queue, and marked done
+ * (P2Z_BLK_UD_WAKE, which the loop skips) for a scan that meets it again.
+ */
+static void p2z_blk_queue_feed(struct p2z_blk_queue *q,
+			       struct io_uring_cqe *cqe)
+{
+	if (p2z_dev_queue_complete(q->dq, cqe) >= 0)
+		cqe->user_data = P2Z_BLK_UD_WAKE;
+}
 
 static void p2z_blk_queue_sqe(struct p2z_blk_queue *q, unsigned int tag,
 			      uint32_t op, int result, uint64_t zone_lba)
@@ -116,10 +152,43 @@ static void p2z_blk_queue_taken(struct p2z_blk *blk)
 		;
 }
 
+/*
+ * A request waiting at a gate, called from the loop over the ring's
+ * completions: feed every device completion there is, from the ring's
+ * head on, without consuming anything; wait 1 ms at most for one more.
+ */
+static void p2z_blk_queue_wait_ring(struct p2z_blk_queue *q)
+{
+	struct __kernel_timespec ts = { .tv_nsec = 1000000 };
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen = 0, fed = 0;
+
+	p2z_dev_queue_reap(q->dq, 0);
+	io_uring_for_each_cqe(&q->ring, head, cqe)
+	{
+		seen++;
+		if (p2z_blk_ud_dev(cqe->user_data)) {
+			p2z_blk_queue_feed(q, cqe);
+			fed += cqe->user_data == P2Z_BLK_UD_WAKE;
+		}
+	}
+	if (fed)
+		return;
+	p2z_blk_queue_submit(q, 0);
+	if (p2z_dev_queue_inflight(q->dq))
+		io_uring_wait_cqes(&q->ring, &cqe, seen + 1, &ts, NULL);
+	else
+		poll(NULL, 0, 1);
+}
+
 void p2z_blk_queue_wait(struct p2z_blk_queue *q)
 {
 	struct pollfd pfd = { .fd = p2z_dev_queue_fd(q->dq), .events = POLLIN };
 
+	if (pfd.fd < 0) {
+		p2z_blk_queue_wait_ring(q);
+		return;
+	}
 	p2z_blk_queue_submit(q, 0);
 	if (p2z_dev_queue_inflight(q->dq))
 		poll(&pfd, 1, 1);
@@ -151,11 +220,30 @@ static void p2z_blk_queue_arm(struct p2z_blk_queue *q)
  */
 static void p2z_blk_queue_wait_one(struct p2z_blk_queue *q)
 {
+	if (p2z_blk_queue_on_ring(q)) {
+		/* what completed without the ring */
+		p2z_dev_queue_reap(q->dq, 0);
+		return;
+	}
 	if (q->busy != 1 || p2z_dev_queue_inflight(q->dq) != 1 ||
 	    io_uring_cq_ready(&q->ring))
 		return;
 	p2z_blk_queue_submit(q, 0);
 	p2z_dev_queue_reap(q->dq, 1);
+}
+
+/*
+ * A request was just started on the ring and more completions follow it
+ * in this batch: submit its device command now rather than with the
+ * batch, so that it does not wait for the requests after it (a write's
+ * data copy, pread() from /dev/ublkcN, takes long). A batch's last request
+ * goes with the loop's submit-and-wait: at QD1, one system call.
+ */
+static void p2z_blk_queue_early(struct p2z_blk_queue *q, unsigned int seen)
+{
+	if (p2z_blk_queue_on_ring(q) && io_uring_sq_ready(&q->ring) &&
+	    io_uring_cq_ready(&q->ring) > seen)
+		p2z_blk_queue_submit(q, 0);
 }
 
 /*
@@ -172,7 +260,8 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 	bool handover;
 	int ret;
 
-	p2z_blk_queue_arm(q);
+	if (!p2z_blk_queue_on_ring(q))
+		p2z_blk_queue_arm(q);
 
 	while (live) {
 		handover = __atomic_load_n(&q->blk->handover, __ATOMIC_ACQUIRE);
@@ -191,6 +280,10 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 				p2z_blk_queue_arm(q);
 				continue;
 			}
+			if (p2z_blk_ud_dev(cqe->user_data)) {
+				p2z_blk_queue_feed(q, cqe);
+				continue;
+			}
 			if (cqe->user_data == P2Z_BLK_UD_WAKE || handover)
 				continue;
 			tag = (unsigned int)cqe->user_data;
@@ -206,10 +299,42 @@ static int p2z_blk_queue_serve(struct p2z_blk_queue *q)
 			q->busy++;
 			p2z_blk_queue_taken(q->blk);
 			p2z_blk_handle(q, tag);
+			p2z_blk_queue_early(q, seen);
 		}
 		io_uring_cq_advance(&q->ring, seen);
 	}
 	return 0;
+}
+
+/*
+ * Before the device queue on the ring closes: serve the ring until it has
+ * nothing in flight (at a stop or a handover every tag was committed, so
+ * nothing is; a request the kernel sends meanwhile is left alone, as in
+ * p2z_blk_queue_serve()).
+ */
+static void p2z_blk_queue_drain(struct p2z_blk_queue *q)
+{
+	struct io_uring_cqe *cqe;
+	unsigned int head, seen;
+
+	if (!p2z_blk_queue_on_ring(q))
+		return;
+	for (;;) {
+		p2z_dev_queue_reap(q->dq, 0);
+		if (!p2z_dev_queue_inflight(q->dq))
+			break;
+		if (p2z_blk_queue_submit(q, 1) < 0)
+			poll(NULL, 0, 1);
+		seen = 0;
+		io_uring_for_each_cqe(&q->ring, head, cqe)
+		{
+			seen++;
+			if (p2z_blk_ud_dev(cqe->user_data))
+				p2z_blk_queue_feed(q, cqe);
+		}
+		io_uring_cq_advance(&q->ring, seen);
+	}
+	p2z_blk_queue_submit(q, 0);
 }
 
 static void *p2z_blk_queue_thread(void *arg)
@@ -219,11 +344,17 @@ static void *p2z_blk_queue_thread(void *arg)
 	unsigned int tag;
 	int ret;
 
-	ret = p2z_dev_queue_open(blk->dev, blk->depth, &q->dq);
+	/* The device's commands on this ring, else on a ring of their own. */
+	ret = p2z_dev_queue_open_on(blk->dev, blk->depth, &q->ring,
+				    P2Z_BLK_UD_DEV, &q->dq);
+	if (ret)
+		ret = p2z_dev_queue_open(blk->dev, blk->depth, &q->dq);
 	/*
 	 * The device queue holds /dev/ublkcN: released, and START_USER_RECOVERY
 	 * possible, only after the queue's last device command completed, even
-	 * if this process is killed (src/README.md, "ublk user recovery").
+	 * if this process is killed (src/README.md, "ublk user recovery"). On
+	 * this ring, the ring holds it, which the kernel frees only after its
+	 * last command, device or ublk, completed.
 	 */
 	if (!ret) {
 		ret = p2z_dev_queue_hold_fd(q->dq, blk->cdev_fd);
@@ -250,6 +381,7 @@ static void *p2z_blk_queue_thread(void *arg)
 	}
 	q->ret = p2z_blk_queue_serve(q);
 	/* Nothing is in flight once every tag was aborted; drain anyway. */
+	p2z_blk_queue_drain(q);
 	p2z_dev_queue_close(q->dq);
 	q->dq = NULL;
 	/* The main thread waits in sigwait() for this. */
@@ -288,9 +420,14 @@ static int p2z_blk_queue_init(struct p2z_blk *blk, struct p2z_blk_queue *q)
 		free(q->tags);
 		q->tags = NULL;
 	}
-	/* a command per tag and the event poll */
+	/*
+	 * A command per tag and the event poll, or a device command per tag
+	 * (p2z_dev_queue_open_on(): NVMe passthrough's 128-byte SQEs and
+	 * 32-byte CQEs)
+	 */
 	ret = q->tags ? io_uring_queue_init(2 * blk->depth, &q->ring,
-					    IORING_SETUP_SQE128) :
+					    IORING_SETUP_SQE128 |
+						    IORING_SETUP_CQE32) :
 			-ENOMEM;
 	if (ret) {
 		free(q->tags);

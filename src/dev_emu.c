@@ -959,6 +959,8 @@ const struct p2z_dev_ops p2z_dev_emu_ops = {
 	.submit = p2z_emu_submit,
 	.reap = p2z_emu_reap,
 	.queue_hold_fd = p2z_emu_queue_hold_fd,
+	.queue_init_on = p2z_emu_queue_init_on,
+	.complete = p2z_emu_complete,
 	.fua = true,
 };
 

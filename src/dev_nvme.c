@@ -361,18 +361,35 @@ static int p2z_nvme_flush(struct p2z_dev *dev)
 
 /* ---- asynchronous ---- */
 
-/* A queue is its own ring on the device (uring.h). */
+/* Passthrough commands are 128-byte SQEs with 32-byte CQEs. */
+#define P2Z_NVME_RING_FLAGS (IORING_SETUP_SQE128 | IORING_SETUP_CQE32)
+
+/* A queue is its own ring on the device (uring.h), or a ring it is given. */
 static int p2z_nvme_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
 			       void **bqp)
 {
-	struct io_uring *ring;
+	struct p2z_qring *qr;
 	int ret;
 
 	(void)dev;
-	ret = p2z_ring_queue_open(
-		depth, IORING_SETUP_SQE128 | IORING_SETUP_CQE32, efd, &ring);
+	ret = p2z_ring_queue_open(depth, P2Z_NVME_RING_FLAGS, efd, &qr);
 	if (!ret)
-		*bqp = ring;
+		*bqp = qr;
+	return ret;
+}
+
+static int p2z_nvme_queue_init_on(struct p2z_dev *dev, unsigned int depth,
+				  struct io_uring *ring, uint64_t tag,
+				  void **bqp)
+{
+	struct p2z_qring *qr;
+	int ret;
+
+	(void)dev;
+	(void)depth;
+	ret = p2z_ring_queue_share(ring, P2Z_NVME_RING_FLAGS, tag, &qr);
+	if (!ret)
+		*bqp = qr;
 	return ret;
 }
 
@@ -432,7 +449,7 @@ static int p2z_nvme_io_cmd(struct p2z_nvme *nv, const struct p2z_io *io,
 static int p2z_nvme_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 {
 	struct p2z_nvme *nv = P2Z_NVME(dev);
-	struct io_uring *ring = bq;
+	struct p2z_qring *qr = bq;
 	struct io_uring_sqe *sqe;
 	struct p2z_nvme_cmd c;
 	int ret;
@@ -446,12 +463,12 @@ static int p2z_nvme_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 		io->ret = ret;
 		return 1;
 	}
-	sqe = io_uring_get_sqe(ring);
+	sqe = p2z_ring_queue_sqe(qr);
 	if (!sqe)
 		return -EBUSY;
 	p2z_nvme_prep(nv, sqe, &c);
 	io_uring_sqe_set_data(sqe, io);
-	return p2z_ring_submit_one(ring, sqe);
+	return p2z_ring_queue_submit(qr, sqe);
 }
 
 /* The result of a piece from its completion. */
@@ -483,6 +500,13 @@ static int p2z_nvme_reap(struct p2z_dev *dev, void *bq, bool wait)
 	struct p2z_nvme *nv = P2Z_NVME(dev);
 
 	return p2z_ring_queue_reap(bq, wait, nv->ng, p2z_nvme_reap_one, nv);
+}
+
+static int p2z_nvme_complete(struct p2z_dev *dev, void *bq,
+			     const struct io_uring_cqe *cqe)
+{
+	return p2z_ring_queue_complete(bq, cqe, p2z_nvme_reap_one,
+				       P2Z_NVME(dev));
 }
 
 static bool p2z_nvme_cond_is_known(uint8_t cond)
@@ -745,4 +769,6 @@ const struct p2z_dev_ops p2z_dev_nvme_ops = {
 	.submit = p2z_nvme_submit,
 	.reap = p2z_nvme_reap,
 	.queue_hold_fd = p2z_nvme_queue_hold_fd,
+	.queue_init_on = p2z_nvme_queue_init_on,
+	.complete = p2z_nvme_complete,
 };

@@ -53,7 +53,7 @@ struct p2z_piece {
  * @dev: device
  * @aops: the backend's asynchronous ops, or the worker pool's
  * @bq: their state
- * @efd: eventfd, readable when completions wait
+ * @efd: eventfd, readable when completions wait; -1 on a given ring
  * @pieces: the @depth pieces
  * @free: free pieces
  * @pend: ios waiting for a piece (head, tail)
@@ -64,6 +64,7 @@ struct p2z_piece {
  * @in_reap: p2z_dev_queue_reap() runs: no need to signal @efd
  * @held: p2z_dev_queue_hold_fd() was called
  * @held_fd: the duplicate held for a queue without a ring of its own, or -1
+ * @on_ring: opened by p2z_dev_queue_open_on(): completions are fed
  */
 struct p2z_dev_queue {
 	struct p2z_dev *dev;
@@ -80,11 +81,13 @@ struct p2z_dev_queue {
 	bool in_reap;
 	bool held;
 	int held_fd;
+	bool on_ring;
 };
 
 static void p2z_q_signal(struct p2z_dev_queue *q)
 {
-	eventfd_write(q->efd, 1);
+	if (q->efd >= 0)
+		eventfd_write(q->efd, 1);
 }
 
 static void p2z_q_pend_add(struct p2z_dev_queue *q, struct p2z_io *io)
@@ -357,10 +360,11 @@ int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait)
 	eventfd_t cnt;
 	unsigned int n = 0;
 
-	if (!q || q->in_reap)
+	if (!q || q->in_reap || (q->on_ring && min_wait))
 		return -EINVAL;
 	/* Cleared first: a completion arriving later signals it again. */
-	eventfd_read(q->efd, &cnt);
+	if (q->efd >= 0)
+		eventfd_read(q->efd, &cnt);
 	q->in_reap = true;
 	for (;;) {
 		q->aops->reap(q->dev, q->bq, false);
@@ -374,6 +378,21 @@ int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait)
 	}
 	q->in_reap = false;
 	return (int)n;
+}
+
+int p2z_dev_queue_complete(struct p2z_dev_queue *q,
+			   const struct io_uring_cqe *cqe)
+{
+	int n;
+
+	if (!q || !cqe || !q->on_ring || q->in_reap)
+		return -EINVAL;
+	q->in_reap = true;
+	q->aops->complete(q->dev, q->bq, cqe);
+	p2z_q_kick(q);
+	n = (int)p2z_q_run_done(q);
+	q->in_reap = false;
+	return n;
 }
 
 int p2z_dev_queue_fd(struct p2z_dev_queue *q)
@@ -702,23 +721,23 @@ static void p2z_queue_fallback_note(const struct p2z_dev *dev, int err)
 			dev->path, strerror(-err));
 }
 
-int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
-		       struct p2z_dev_queue **qp)
+/* A queue of @depth free pieces, with an eventfd if @efd. */
+static struct p2z_dev_queue *p2z_q_alloc(struct p2z_dev *dev,
+					 unsigned int depth, bool efd)
 {
-	struct p2z_dev_queue *q;
+	struct p2z_dev_queue *q = calloc(1, sizeof(*q));
 	unsigned int i;
-	int ret;
 
-	if (!dev || !qp || !depth || depth > P2Z_QUEUE_MAX_DEPTH)
-		return -EINVAL;
-	q = calloc(1, sizeof(*q));
 	if (!q)
-		return -ENOMEM;
+		return NULL;
 	q->pieces = calloc(depth, sizeof(*q->pieces));
-	q->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	if (!q->pieces || q->efd < 0) {
-		ret = q->pieces ? -errno : -ENOMEM;
-		goto err;
+	q->efd = efd ? eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+	if (!q->pieces || (efd && q->efd < 0)) {
+		if (q->efd >= 0)
+			close(q->efd);
+		free(q->pieces);
+		free(q);
+		return NULL;
 	}
 	for (i = 0; i < depth; i++) {
 		q->pieces[i].q = q;
@@ -727,6 +746,30 @@ int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
 	}
 	q->held_fd = -1;
 	q->dev = dev;
+	return q;
+}
+
+static void p2z_q_free(struct p2z_dev_queue *q)
+{
+	if (q->held_fd >= 0)
+		close(q->held_fd);
+	if (q->efd >= 0)
+		close(q->efd);
+	free(q->pieces);
+	free(q);
+}
+
+int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
+		       struct p2z_dev_queue **qp)
+{
+	struct p2z_dev_queue *q;
+	int ret;
+
+	if (!dev || !qp || !depth || depth > P2Z_QUEUE_MAX_DEPTH)
+		return -EINVAL;
+	q = p2z_q_alloc(dev, depth, true);
+	if (!q)
+		return -ENOMEM;
 	q->aops = dev->ops->submit ? dev->ops : &p2z_pool_ops;
 	ret = q->aops->queue_init(dev, depth, q->efd, &q->bq);
 	if (ret && q->aops != &p2z_pool_ops && p2z_queue_host_refused(ret)) {
@@ -734,30 +777,62 @@ int p2z_dev_queue_open(struct p2z_dev *dev, unsigned int depth,
 		q->aops = &p2z_pool_ops;
 		ret = q->aops->queue_init(dev, depth, q->efd, &q->bq);
 	}
-	if (ret)
-		goto err;
+	if (ret) {
+		p2z_q_free(q);
+		return ret;
+	}
 	*qp = q;
 	return 0;
-err:
-	if (q->efd >= 0)
-		close(q->efd);
-	free(q->pieces);
-	free(q);
-	return ret;
 }
 
+int p2z_dev_queue_open_on(struct p2z_dev *dev, unsigned int depth,
+			  struct io_uring *ring, uint64_t tag,
+			  struct p2z_dev_queue **qp)
+{
+	struct p2z_dev_queue *q;
+	int ret;
+
+	if (!dev || !qp || !ring || !tag || !depth ||
+	    depth > P2Z_QUEUE_MAX_DEPTH)
+		return -EINVAL;
+	if (!dev->ops->queue_init_on || !dev->ops->complete)
+		return -EOPNOTSUPP;
+	q = p2z_q_alloc(dev, depth, false);
+	if (!q)
+		return -ENOMEM;
+	q->aops = dev->ops;
+	q->on_ring = true;
+	ret = q->aops->queue_init_on(dev, depth, ring, tag, &q->bq);
+	if (ret) {
+		p2z_q_free(q);
+		return ret;
+	}
+	*qp = q;
+	return 0;
+}
+
+/*
+ * A queue on a given ring cannot wait: its owner drained it. If it did not,
+ * the pieces in flight stay allocated (the kernel may still complete them
+ * into their buffers), and so does the queue.
+ */
 void p2z_dev_queue_close(struct p2z_dev_queue *q)
 {
 	if (!q)
 		return;
+	if (q->on_ring) {
+		p2z_dev_queue_reap(q, 0);
+		if (q->inflight) {
+			p2z_log(LOG_ERR,
+				"%s: queue closed with %u requests in flight",
+				q->dev->path, q->inflight);
+			return;
+		}
+	}
 	while (q->inflight)
 		p2z_dev_queue_reap(q, q->inflight);
 	q->aops->queue_exit(q->dev, q->bq);
-	if (q->held_fd >= 0)
-		close(q->held_fd);
-	close(q->efd);
-	free(q->pieces);
-	free(q);
+	p2z_q_free(q);
 }
 
 int p2z_dev_queue_hold_fd(struct p2z_dev_queue *q, int fd)

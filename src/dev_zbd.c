@@ -501,17 +501,32 @@ static int p2z_zbd_flush(struct p2z_dev *dev)
 
 /* ---- asynchronous ---- */
 
-/* A queue is its own ring on the device (uring.h). */
+/* A queue is its own ring on the device (uring.h), or a ring it is given. */
 static int p2z_zbd_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
 			      void **bqp)
 {
-	struct io_uring *ring;
+	struct p2z_qring *qr;
 	int ret;
 
 	(void)dev;
-	ret = p2z_ring_queue_open(depth, 0, efd, &ring);
+	ret = p2z_ring_queue_open(depth, 0, efd, &qr);
 	if (!ret)
-		*bqp = ring;
+		*bqp = qr;
+	return ret;
+}
+
+static int p2z_zbd_queue_init_on(struct p2z_dev *dev, unsigned int depth,
+				 struct io_uring *ring, uint64_t tag,
+				 void **bqp)
+{
+	struct p2z_qring *qr;
+	int ret;
+
+	(void)dev;
+	(void)depth;
+	ret = p2z_ring_queue_share(ring, 0, tag, &qr);
+	if (!ret)
+		*bqp = qr;
 	return ret;
 }
 
@@ -558,7 +573,7 @@ static int p2z_zbd_sync_piece(struct p2z_dev *dev, struct p2z_io *io)
 static int p2z_zbd_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 {
 	struct p2z_zbd *zbd = P2Z_ZBD(dev);
-	struct io_uring *ring = bq;
+	struct p2z_qring *qr = bq;
 	struct io_uring_sqe *sqe;
 	size_t n = io->len;
 
@@ -570,7 +585,7 @@ static int p2z_zbd_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 	if (io->op == P2Z_IO_WRITE &&
 	    n > zbd->zone_bytes - io->ofs % zbd->zone_bytes)
 		n = zbd->zone_bytes - io->ofs % zbd->zone_bytes;
-	sqe = io_uring_get_sqe(ring);
+	sqe = p2z_ring_queue_sqe(qr);
 	if (!sqe)
 		return -EBUSY;
 	if (io->op == P2Z_IO_READ)
@@ -582,7 +597,7 @@ static int p2z_zbd_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io)
 	if (io->op == P2Z_IO_WRITE && (io->flags & P2Z_IO_FUA))
 		sqe->rw_flags = RWF_DSYNC;
 	io_uring_sqe_set_data(sqe, io);
-	return p2z_ring_submit_one(ring, sqe);
+	return p2z_ring_queue_submit(qr, sqe);
 }
 
 /* A write on the ring completed: move the cached write pointer. */
@@ -614,6 +629,12 @@ static int p2z_zbd_reap(struct p2z_dev *dev, void *bq, bool wait)
 {
 	return p2z_ring_queue_reap(bq, wait, dev->path, p2z_zbd_reap_one,
 				   P2Z_ZBD(dev));
+}
+
+static int p2z_zbd_complete(struct p2z_dev *dev, void *bq,
+			    const struct io_uring_cqe *cqe)
+{
+	return p2z_ring_queue_complete(bq, cqe, p2z_zbd_reap_one, P2Z_ZBD(dev));
 }
 
 /* ---- probe/open/close ---- */
@@ -870,4 +891,6 @@ const struct p2z_dev_ops p2z_dev_zbd_ops = {
 	.submit = p2z_zbd_submit,
 	.reap = p2z_zbd_reap,
 	.queue_hold_fd = p2z_zbd_queue_hold_fd,
+	.queue_init_on = p2z_zbd_queue_init_on,
+	.complete = p2z_zbd_complete,
 };

@@ -21,12 +21,13 @@
 
 /**
  * struct p2z_emu_q - one queue's ring
- * @ring: the ring, its completions signalling the queue's eventfd
+ * @ring: the ring, its completions signalling the queue's eventfd, or a
+ *	  ring the queue was given (p2z_emu_queue_init_on())
  * @e: device
  * @on_ring: reads submitted on @ring and not reaped yet
  */
 struct p2z_emu_q {
-	struct io_uring *ring;
+	struct p2z_qring *ring;
 	struct p2z_emu_dev *e;
 	unsigned int on_ring;
 };
@@ -40,6 +41,25 @@ int p2z_emu_queue_init(struct p2z_dev *dev, unsigned int depth, int efd,
 	if (!eq)
 		return -ENOMEM;
 	ret = p2z_ring_queue_open(depth, 0, efd, &eq->ring);
+	if (ret) {
+		free(eq);
+		return ret;
+	}
+	eq->e = p2z_emu_of(dev);
+	*bqp = eq;
+	return 0;
+}
+
+int p2z_emu_queue_init_on(struct p2z_dev *dev, unsigned int depth,
+			  struct io_uring *ring, uint64_t tag, void **bqp)
+{
+	struct p2z_emu_q *eq = calloc(1, sizeof(*eq));
+	int ret;
+
+	(void)depth;
+	if (!eq)
+		return -ENOMEM;
+	ret = p2z_ring_queue_share(ring, 0, tag, &eq->ring);
 	if (ret) {
 		free(eq);
 		return ret;
@@ -111,7 +131,7 @@ static int p2z_emu_submit_read(struct p2z_emu_q *eq, struct p2z_io *io)
 		io->ret = ret ? ret : (ssize_t)io->len;
 		return 1;
 	}
-	sqe = io_uring_get_sqe(eq->ring);
+	sqe = p2z_ring_queue_sqe(eq->ring);
 	if (!sqe)
 		return -EBUSY;
 	io_uring_prep_read(sqe, e->data_fd, io->buf, (unsigned int)fbytes,
@@ -119,7 +139,7 @@ static int p2z_emu_submit_read(struct p2z_emu_q *eq, struct p2z_io *io)
 	io_uring_sqe_set_data(sqe, io);
 	io->st.issued = fbytes;
 	io->st.next_lba = fofs;
-	ret = p2z_ring_submit_one(eq->ring, sqe);
+	ret = p2z_ring_queue_submit(eq->ring, sqe);
 	if (ret)
 		return ret;
 	eq->on_ring++;
@@ -164,4 +184,13 @@ int p2z_emu_reap(struct p2z_dev *dev, void *bq, bool wait)
 
 	return p2z_ring_queue_reap(eq->ring, wait, dev->path, p2z_emu_reap_one,
 				   eq);
+}
+
+int p2z_emu_complete(struct p2z_dev *dev, void *bq,
+		     const struct io_uring_cqe *cqe)
+{
+	struct p2z_emu_q *eq = bq;
+
+	(void)dev;
+	return p2z_ring_queue_complete(eq->ring, cqe, p2z_emu_reap_one, eq);
 }

@@ -509,5 +509,9 @@ void p2z_emu_queue_exit(struct p2z_dev *dev, void *bq);
 int p2z_emu_submit(struct p2z_dev *dev, void *bq, struct p2z_io *io);
 int p2z_emu_reap(struct p2z_dev *dev, void *bq, bool wait);
 int p2z_emu_queue_hold_fd(struct p2z_dev *dev, void *bq, int fd);
+int p2z_emu_queue_init_on(struct p2z_dev *dev, unsigned int depth,
+			  struct io_uring *ring, uint64_t tag, void **bqp);
+int p2z_emu_complete(struct p2z_dev *dev, void *bq,
+		     const struct io_uring_cqe *cqe);
 
 #endif /* PO2ZFS_EMU_PRIV_H */

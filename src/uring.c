@@ -220,41 +220,63 @@ void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe)
 }
 
 int p2z_ring_queue_open(unsigned int depth, unsigned int setup_flags, int efd,
-			struct io_uring **ringp)
+			struct p2z_qring **qrp)
 {
-	struct io_uring *ring = calloc(1, sizeof(*ring));
+	struct p2z_qring *qr = calloc(1, sizeof(*qr) + sizeof(*qr->ring));
 	struct io_uring_params p;
 	int ret;
 
-	if (!ring)
+	if (!qr)
 		return -ENOMEM;
+	qr->ring = (struct io_uring *)(qr + 1);
 	memset(&p, 0, sizeof(p));
 	p.flags = setup_flags;
-	ret = io_uring_queue_init_params(depth, ring, &p);
+	ret = io_uring_queue_init_params(depth, qr->ring, &p);
 	if (ret < 0)
 		goto out_free;
-	ret = io_uring_register_eventfd(ring, efd);
+	ret = io_uring_register_eventfd(qr->ring, efd);
 	if (ret < 0)
 		goto out_exit;
-	*ringp = ring;
+	*qrp = qr;
 	return 0;
 
 out_exit:
-	io_uring_queue_exit(ring);
+	io_uring_queue_exit(qr->ring);
 out_free:
-	free(ring);
+	free(qr);
 	return ret;
 }
 
-int p2z_ring_queue_reap(struct io_uring *ring, bool wait, const char *name,
+int p2z_ring_queue_share(struct io_uring *ring, unsigned int setup_flags,
+			 uint64_t tag, struct p2z_qring **qrp)
+{
+	struct p2z_qring *qr;
+
+	if (!ring || !tag || (ring->flags & setup_flags) != setup_flags)
+		return -EINVAL;
+	qr = calloc(1, sizeof(*qr));
+	if (!qr)
+		return -ENOMEM;
+	qr->ring = ring;
+	qr->tag = tag;
+	qr->shared = true;
+	*qrp = qr;
+	return 0;
+}
+
+int p2z_ring_queue_reap(struct p2z_qring *qr, bool wait, const char *name,
 			void (*done)(void *arg, struct p2z_io *io,
 				     const struct io_uring_cqe *cqe),
 			void *arg)
 {
+	struct io_uring *ring = qr->ring;
 	struct io_uring_cqe *cqe;
 	struct p2z_io *io;
 	int n = 0;
 
+	/* A shared ring's completions are fed by its owner. */
+	if (qr->shared)
+		return 0;
 	for (;;) {
 		while (!io_uring_peek_cqe(ring, &cqe)) {
 			io = io_uring_cqe_get_data(cqe);
@@ -272,22 +294,47 @@ int p2z_ring_queue_reap(struct io_uring *ring, bool wait, const char *name,
 	}
 }
 
-int p2z_ring_queue_hold_fd(struct io_uring *ring, int fd)
+int p2z_ring_queue_complete(struct p2z_qring *qr,
+			    const struct io_uring_cqe *cqe,
+			    void (*done)(void *arg, struct p2z_io *io,
+					 const struct io_uring_cqe *cqe),
+			    void *arg)
+{
+	struct p2z_io *io =
+		(struct p2z_io *)(uintptr_t)(cqe->user_data & ~qr->tag);
+
+	if (!io)
+		return 0;
+	done(arg, io, cqe);
+	io->end_io(io);
+	return 1;
+}
+
+int p2z_ring_queue_hold_fd(struct p2z_qring *qr, int fd)
 {
 	/*
 	 * The kernel puts a ring's fixed files in io_ring_ctx_free(), which
 	 * its exit work (io_ring_exit_work()) reaches only once every
 	 * request on the ring completed, even after the process was killed.
 	 */
-	int ret = io_uring_register_files(ring, &fd, 1);
+	int ret = io_uring_register_files(qr->ring, &fd, 1);
 
 	return ret < 0 ? ret : 0;
 }
 
-void p2z_ring_queue_close(struct io_uring *ring)
+void p2z_ring_queue_close(struct p2z_qring *qr)
 {
-	io_uring_queue_exit(ring);
-	free(ring);
+	if (!qr->shared)
+		io_uring_queue_exit(qr->ring);
+	free(qr);
+}
+
+int p2z_ring_queue_submit(struct p2z_qring *qr, struct io_uring_sqe *sqe)
+{
+	if (!qr->shared)
+		return p2z_ring_submit_one(qr->ring, sqe);
+	sqe->user_data |= qr->tag;
+	return 0;
 }
 
 int p2z_ring_submit_one(struct io_uring *ring, struct io_uring_sqe *sqe)

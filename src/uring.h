@@ -14,6 +14,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct p2z_rings;
 
@@ -135,8 +136,23 @@ void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe);
 
 /*
  * For the rings of asynchronous queues (one per struct p2z_dev_queue, not
- * in a registry): each SQE's user_data is its struct p2z_io, 0 for none.
+ * in a registry): each SQE's user_data is its struct p2z_io, 0 for none,
+ * with the queue's tag bits ORed in on a shared ring.
  */
+
+/**
+ * struct p2z_qring - a queue's ring: its own, or one it shares
+ * @ring: the io_uring
+ * @tag: user_data bits of this queue's SQEs on a shared ring, 0 on its own
+ * @shared: @ring belongs to the caller of p2z_ring_queue_share(): its owner
+ *	    submits the SQEs left on it and feeds this queue the completions
+ *	    tagged @tag (p2z_ring_queue_complete()); never waited on here
+ */
+struct p2z_qring {
+	struct io_uring *ring;
+	uint64_t tag;
+	bool shared;
+};
 
 /**
  * p2z_ring_queue_open() - a queue's own ring, its completions signalling
@@ -144,18 +160,31 @@ void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe);
  * @depth: entries
  * @setup_flags: IORING_SETUP_* (SQE128 | CQE32 for NVMe passthrough)
  * @efd: the eventfd to register with the ring
- * @ringp: result, for p2z_ring_queue_close()
+ * @qrp: result, for p2z_ring_queue_close()
  *
  * Return: 0 or -errno.
  */
 int p2z_ring_queue_open(unsigned int depth, unsigned int setup_flags, int efd,
-			struct io_uring **ringp);
+			struct p2z_qring **qrp);
+
+/**
+ * p2z_ring_queue_share() - a queue on a ring its caller owns
+ * @ring: the ring, set up with at least @setup_flags
+ * @setup_flags: IORING_SETUP_* flags the backend's commands need
+ * @tag: user_data bits marking this queue's completions: nonzero, above
+ *	 every pointer (bit 62, say)
+ * @qrp: result, for p2z_ring_queue_close() (which leaves @ring alone)
+ *
+ * Return: 0, -EINVAL (@ring lacks a flag, or no @tag), or -ENOMEM.
+ */
+int p2z_ring_queue_share(struct io_uring *ring, unsigned int setup_flags,
+			 uint64_t tag, struct p2z_qring **qrp);
 
 struct p2z_io;
 
 /**
  * p2z_ring_queue_reap() - complete what a queue's ring has completed
- * @ring: the queue's ring
+ * @qr: the queue's ring; a shared one completes nothing here (0)
  * @wait: wait for one completion if none is there
  * @name: device, for the message if a wait fails
  * @done: the backend's part: fill @io's result from @cqe (called before the
@@ -166,26 +195,65 @@ struct p2z_io;
  *
  * Return: requests completed.
  */
-int p2z_ring_queue_reap(struct io_uring *ring, bool wait, const char *name,
+int p2z_ring_queue_reap(struct p2z_qring *qr, bool wait, const char *name,
 			void (*done)(void *arg, struct p2z_io *io,
 				     const struct io_uring_cqe *cqe),
 			void *arg);
 
 /**
+ * p2z_ring_queue_complete() - complete one completion of a shared ring
+ * @qr: the queue's ring, shared
+ * @cqe: a completion carrying @qr->tag; the caller marks it seen
+ * @done: as for p2z_ring_queue_reap()
+ * @arg: passed to @done
+ *
+ * Return: 1 (its request completed, end_io run) or 0 (no request).
+ */
+int p2z_ring_queue_complete(struct p2z_qring *qr,
+			    const struct io_uring_cqe *cqe,
+			    void (*done)(void *arg, struct p2z_io *io,
+					 const struct io_uring_cqe *cqe),
+			    void *arg);
+
+/**
  * p2z_ring_queue_hold_fd() - the ring holds @fd's open file until it is
  *			      freed (after its last command completed)
- * @ring: a queue's ring
+ * @qr: a queue's ring, its own or shared (then the shared ring holds it)
  * @fd: the file (registered as the ring's only fixed file)
  *
  * Return: 0 or -errno.
  */
-int p2z_ring_queue_hold_fd(struct io_uring *ring, int fd);
+int p2z_ring_queue_hold_fd(struct p2z_qring *qr, int fd);
 
 /**
- * p2z_ring_queue_close() - undo p2z_ring_queue_open()
- * @ring: the ring
+ * p2z_ring_queue_close() - undo p2z_ring_queue_open() or _share() (a
+ *			    shared ring stays its owner's)
+ * @qr: the ring
  */
-void p2z_ring_queue_close(struct io_uring *ring);
+void p2z_ring_queue_close(struct p2z_qring *qr);
+
+/**
+ * p2z_ring_queue_sqe() - an SQE of a queue's ring
+ * @qr: the queue's ring
+ *
+ * Return: the SQE, or NULL if the submission queue is full.
+ */
+static inline struct io_uring_sqe *p2z_ring_queue_sqe(struct p2z_qring *qr)
+{
+	return io_uring_get_sqe(qr->ring);
+}
+
+/**
+ * p2z_ring_queue_submit() - submit the SQE just prepared on a queue's ring
+ * @qr: the queue's ring
+ * @sqe: that SQE, its user_data set
+ *
+ * On a shared ring the SQE gets @qr->tag and stays for the owner's next
+ * submission; on its own ring, as p2z_ring_submit_one().
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_ring_queue_submit(struct p2z_qring *qr, struct io_uring_sqe *sqe);
 
 /**
  * p2z_ring_submit_one() - submit the SQE just prepared

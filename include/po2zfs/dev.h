@@ -150,6 +150,8 @@ struct p2z_dev_info {
 
 struct p2z_dev;
 struct p2z_dev_queue;
+struct io_uring;
+struct io_uring_cqe;
 
 /* struct p2z_io operations */
 enum p2z_io_op {
@@ -262,6 +264,11 @@ struct p2z_io {
  *		   hold a reference to the open file @fd until that object is
  *		   gone, however the process ends (see p2z_dev_queue_hold_fd());
  *		   0 or -errno
+ * @queue_init_on: optional: as @queue_init, but the commands go on @ring,
+ *		   which the caller owns, submits and waits on, their
+ *		   user_data carrying @tag; no eventfd (p2z_dev_queue_open_on())
+ * @complete: with @queue_init_on: complete the piece of one of @ring's
+ *	      completions carrying the tag, as @reap does; 1, or 0 for none
  */
 struct p2z_dev_ops {
 	const char *name;
@@ -288,6 +295,10 @@ struct p2z_dev_ops {
 	int (*submit)(struct p2z_dev *dev, void *bq, struct p2z_io *io);
 	int (*reap)(struct p2z_dev *dev, void *bq, bool wait);
 	int (*queue_hold_fd)(struct p2z_dev *dev, void *bq, int fd);
+	int (*queue_init_on)(struct p2z_dev *dev, unsigned int depth,
+			     struct io_uring *ring, uint64_t tag, void **bqp);
+	int (*complete)(struct p2z_dev *dev, void *bq,
+			const struct io_uring_cqe *cqe);
 };
 
 /**
@@ -504,6 +515,55 @@ int p2z_dev_submit(struct p2z_dev_queue *q, struct p2z_io *io);
 int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait);
 
 /**
+ * p2z_dev_queue_open_on() - open a submission queue whose commands go on a
+ *			     ring the caller owns
+ * @dev: device, outlives the queue
+ * @depth: as for p2z_dev_queue_open()
+ * @ring: an io_uring of the calling thread, which outlives the queue, set
+ *	  up with IORING_SETUP_SQE128 | IORING_SETUP_CQE32 (what NVMe
+ *	  passthrough needs; enough for every backend), with room for
+ *	  @depth more SQEs and their completions
+ * @tag: the user_data bits of this queue's commands, one bit above every
+ *	 pointer (1ULL << 62, say), which the caller's own commands never
+ *	 carry
+ * @qp: result
+ *
+ * The queue leaves its SQEs on @ring: the caller submits them with its own
+ * (one io_uring_enter() for both), and hands each completion carrying @tag
+ * to p2z_dev_queue_complete(); the others are its own. The queue has no
+ * eventfd (p2z_dev_queue_fd() gives -1) and never waits: an io completed
+ * without the ring (refused by the backend, or done in its submit) has its
+ * end_io run by p2z_dev_queue_reap() with @min_wait 0, which the caller
+ * calls before it waits on @ring (a larger @min_wait is -EINVAL).
+ * p2z_dev_queue_close() wants nothing in flight (the caller drains by
+ * serving @ring); p2z_dev_queue_hold_fd() registers the file on @ring,
+ * which then holds it until its own last command completed.
+ *
+ * Return: 0, -EOPNOTSUPP (the backend cannot share a ring, e.g. the worker
+ * pool: use p2z_dev_queue_open()), -EINVAL (bad @depth, no @tag, or @ring
+ * lacks a flag the backend needs), or -errno.
+ */
+int p2z_dev_queue_open_on(struct p2z_dev *dev, unsigned int depth,
+			  struct io_uring *ring, uint64_t tag,
+			  struct p2z_dev_queue **qp);
+
+/**
+ * p2z_dev_queue_complete() - complete one of a queue's completions on the
+ *			      ring it was given
+ * @q: queue opened by p2z_dev_queue_open_on()
+ * @cqe: a completion of that ring carrying the queue's tag; the caller
+ *	 marks it seen afterwards
+ *
+ * Runs the end_io of every io that completed with it (which may submit
+ * again), as p2z_dev_queue_reap() does.
+ *
+ * Return: number of end_io calls made, or -EINVAL (not a queue on a given
+ * ring, or called from one of its end_io; then @cqe is not consumed).
+ */
+int p2z_dev_queue_complete(struct p2z_dev_queue *q,
+			   const struct io_uring_cqe *cqe);
+
+/**
  * p2z_dev_queue_fd() - an eventfd readable when completions wait
  * @q: queue
  *
@@ -511,7 +571,8 @@ int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait);
  * ring): when it is readable, call p2z_dev_queue_reap(@q, 0), which also
  * clears it. It may be readable with nothing to reap.
  *
- * Return: the file descriptor, owned by @q.
+ * Return: the file descriptor, owned by @q; -1 for a queue on a given ring
+ * (p2z_dev_queue_open_on()).
  */
 int p2z_dev_queue_fd(struct p2z_dev_queue *q);
 

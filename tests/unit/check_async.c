@@ -18,6 +18,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <liburing.h>
+
 #include "p2z_check.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
@@ -1143,6 +1145,131 @@ START_TEST(test_queue_hold_fd_pool)
 }
 END_TEST
 
+/*
+ * p2z_dev_queue_open_on(): the queue's commands go on a ring the caller
+ * owns (po2zfs-blk's ublk ring), mixed with the caller's own commands: 16
+ * reads and 8 of the caller's no-ops submitted together, each completion
+ * carrying the tag fed to p2z_dev_queue_complete(), the others left to the
+ * caller: exact bytes, each end_io once, every no-op seen. A write done
+ * inside submit completes from p2z_dev_queue_reap(q, 0), which never
+ * waits. The ring holds the file of p2z_dev_queue_hold_fd() after the
+ * queue closed, until the ring itself is freed.
+ */
+#define ON_RING_TAG (1ULL << 62)
+
+START_TEST(test_queue_on_ring)
+{
+	struct p2z_dev *dev = emu_dev(0);
+	struct p2z_dev_ops no_share = *dev->ops;
+	unsigned char *w = emu_buf(16 * 4096), *r = emu_buf(16 * 4096);
+	struct pollfd pfd = { .events = POLLIN };
+	unsigned int calls = 0, foreign = 0, seen, head, i;
+	struct p2z_dev_queue *q, *own;
+	struct io_uring_cqe *cqe;
+	struct io_uring_sqe *sqe;
+	struct io_uring ring;
+	struct p2z_io io[16];
+	int p[2];
+	char c;
+
+	ck_assert_int_eq(io_uring_queue_init(64, &ring,
+					     IORING_SETUP_SQE128 |
+						     IORING_SETUP_CQE32),
+			 0);
+	ck_assert_int_eq(p2z_dev_queue_open_on(dev, 16, &ring, 0, &q), -EINVAL);
+	ck_assert_int_eq(p2z_dev_queue_open_on(dev, 16, &ring, ON_RING_TAG, &q),
+			 0);
+	ck_assert_int_eq(p2z_dev_queue_fd(q), -1);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), -EINVAL);
+	for (i = 0; i < 16 * LBA; i++)
+		w[i] = pattern(i);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, w, 16 * LBA, ZONE_LBA * LBA, 0),
+			 (ssize_t)(16 * LBA));
+	memset(r, 0xff, 16 * 4096);
+	for (i = 0; i < 16; i++) {
+		emu_read_io(&io[i], r, i, &calls);
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+		if (i % 2)
+			continue;
+		sqe = io_uring_get_sqe(&ring);
+		ck_assert_ptr_nonnull(sqe);
+		io_uring_prep_nop(sqe);
+		sqe->user_data = 1000 + i;
+	}
+	/* nothing submitted by the queue itself: the caller's submit does */
+	ck_assert_uint_eq(io_uring_sq_ready(&ring), 24);
+	ck_assert_uint_eq(calls, 0);
+	while (calls < 16 || foreign < 8) {
+		ck_assert_int_ge(io_uring_submit_and_wait(&ring, 1), 0);
+		seen = 0;
+		io_uring_for_each_cqe(&ring, head, cqe)
+		{
+			seen++;
+			if (cqe->user_data & ON_RING_TAG) {
+				ck_assert_int_eq(p2z_dev_queue_complete(q, cqe),
+						 1);
+				continue;
+			}
+			ck_assert_uint_eq(cqe->user_data, 1000 + 2 * foreign);
+			ck_assert_int_eq(cqe->res, 0);
+			foreign++;
+		}
+		io_uring_cq_advance(&ring, seen);
+	}
+	ck_assert_uint_eq(calls, 16);
+	ck_assert_uint_eq(foreign, 8);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 0);
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(io[i].ret, (ssize_t)LBA);
+		ck_assert_mem_eq(r + i * 4096, w + i * LBA, LBA);
+	}
+
+	/* a write done inside submit: its end_io from the reap only */
+	io[0] = (struct p2z_io){ .op = P2Z_IO_WRITE,
+				 .buf = w,
+				 .len = LBA,
+				 .ofs = ZONE_LBA * LBA + 16 * LBA,
+				 .end_io = count_end_io,
+				 .private = &calls };
+	calls = 0;
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert_uint_eq(io_uring_sq_ready(&ring), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io[0].ret, (ssize_t)LBA);
+
+	/* a queue with a ring of its own is fed nothing */
+	own = qopen(dev, 4);
+	ck_assert_int_eq(p2z_dev_queue_complete(own, cqe), -EINVAL);
+	p2z_dev_queue_close(own);
+	/* a backend that cannot share */
+	no_share.queue_init_on = NULL;
+	dev->ops = &no_share;
+	ck_assert_int_eq(p2z_dev_queue_open_on(dev, 4, &ring, ON_RING_TAG,
+					       &own),
+			 -EOPNOTSUPP);
+	dev->ops = &p2z_dev_emu_ops;
+
+	/* the ring, not the queue, holds the file */
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pfd.fd = p[0];
+	ck_assert_int_eq(p2z_dev_queue_hold_fd(q, p[1]), 0);
+	ck_assert_int_eq(p2z_dev_queue_hold_fd(q, p[1]), -EBUSY);
+	ck_assert_int_eq(close(p[1]), 0);
+	p2z_dev_queue_close(q);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	io_uring_queue_exit(&ring);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	ck_assert(pfd.revents & POLLHUP);
+	ck_assert_int_eq(read(p[0], &c, 1), 0);
+	ck_assert_int_eq(close(p[0]), 0);
+	free(w);
+	free(r);
+	p2z_dev_close(dev);
+}
+END_TEST
+
 static Suite *async_suite(void)
 {
 	Suite *s = suite_create("async");
@@ -1172,6 +1299,7 @@ static Suite *async_suite(void)
 	tcase_add_test(tc, test_emu_native_volatile_cache);
 	tcase_add_test(tc, test_queue_hold_fd_ring);
 	tcase_add_test(tc, test_queue_hold_fd_pool);
+	tcase_add_test(tc, test_queue_on_ring);
 	suite_add_tcase(s, tc);
 	return s;
 }
