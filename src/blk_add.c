@@ -591,6 +591,31 @@ static int p2z_blk_rec_load(struct p2z_blk *blk, int fd, size_t size)
 }
 
 /*
+ * recover: the write pointers again, now that the device is quiesced (the
+ * dead server's last device requests done), into wp_rec. Return: 0 or
+ * -errno after one line.
+ */
+static int p2z_blk_recover_wps(struct p2z_blk *blk)
+{
+	size_t i;
+	int err;
+
+	blk->old_taken = calloc(blk->old_nr, 1);
+	blk->old_map = calloc(blk->old_nr, sizeof(*blk->old_map));
+	blk->wp_rec = calloc(blk->g.nr_zones, sizeof(*blk->wp_rec));
+	if (!blk->old_taken || !blk->old_map || !blk->wp_rec)
+		return p2z_blk_fail(-ENOMEM, "recover: %s", strerror(ENOMEM));
+	free(blk->zones);
+	err = p2z_blk_zones_init(blk);
+	if (err)
+		return p2z_blk_fail(err, "recover: zone report: %s",
+				    strerror(-err));
+	for (i = 0; i < blk->g.nr_zones; i++)
+		blk->wp_rec[i] = blk->zones[i].wp_ofs;
+	return 0;
+}
+
+/*
  * The append record (blk_zoned.c): P2Z_BLK_RUN_DIR/N.slots, version 3: a
  * struct p2z_blk_rec, one struct p2z_blk_slot per queue and tag, each
  * queue's ring of completed appends, then the carry area, mapped shared.
@@ -646,11 +671,10 @@ static int p2z_blk_slots_setup(struct p2z_blk *blk)
 	blk->carry = (struct p2z_blk_carry *)((char *)blk->rings + rb);
 	blk->carry->nr = (uint32_t)(n * P2Z_BLK_CARRY_PER_SLOT);
 	if (blk->recover) {
-		blk->old_taken = calloc(blk->old_nr, 1);
-		blk->old_map = calloc(blk->old_nr, sizeof(*blk->old_map));
-		blk->wp_rec = calloc(blk->g.nr_zones, sizeof(*blk->wp_rec));
-		if (!blk->old_taken || !blk->old_map || !blk->wp_rec ||
-		    p2z_blk_carry_init(blk))
+		err = p2z_blk_recover_wps(blk);
+		if (err)
+			return err;
+		if (p2z_blk_carry_init(blk))
 			return p2z_blk_fail(-ENOMEM, "recover: %s",
 					    strerror(ENOMEM));
 	}
@@ -668,17 +692,6 @@ static int p2z_blk_slots_setup(struct p2z_blk *blk)
 	};
 	if (!blk->recover)
 		return 0;
-	/*
-	 * The write pointers again, now that the device is quiesced (the
-	 * dead server's last device requests done).
-	 */
-	free(blk->zones);
-	err = p2z_blk_zones_init(blk);
-	if (err)
-		return p2z_blk_fail(err, "recover: zone report: %s",
-				    strerror(-err));
-	for (i = 0; i < blk->g.nr_zones; i++)
-		blk->wp_rec[i] = blk->zones[i].wp_ofs;
 	for (i = 0, bytes = 0; i < blk->old_nr; i++)
 		bytes += blk->old_slots[i].state != P2Z_BLK_SLOT_FREE;
 	p2z_log(LOG_INFO,

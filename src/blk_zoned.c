@@ -605,12 +605,17 @@ struct p2z_blk_place_ctx {
 	const char *data;
 	uint64_t bytes;
 	unsigned int sh;
+	uint32_t crc;
 };
 
 static int p2z_blk_place_match(void *ctx, uint64_t lba)
 {
 	const struct p2z_blk_place_ctx *c = ctx;
 
+	/* without the data (p2z_blk_carry_place()): its checksum */
+	if (!c->data)
+		return p2z_blk_crc32c(0, c->zone + ((lba - c->base) << c->sh),
+				      c->bytes) == c->crc;
 	return !memcmp(c->zone + ((lba - c->base) << c->sh), c->data, c->bytes);
 }
 
@@ -636,35 +641,6 @@ static int p2z_blk_old_zops(const struct p2z_blk *blk, uint64_t zidx,
 		r = p2z_blk_ring_of(blk->old_rings, blk->depth, q);
 		p2z_blk_hist_zops((const struct p2z_blk_hist *)(r + 1), nr,
 				  zidx, z);
-	}
-	return 0;
-}
-
-int p2z_blk_carry_init(struct p2z_blk *blk)
-{
-	size_t n = (size_t)blk->nr_queues * blk->depth, i;
-	struct p2z_blk_slot *c = (struct p2z_blk_slot *)(blk->carry + 1);
-	bool overflow = blk->old_overflow;
-	struct p2z_blk_zops z;
-	size_t nr;
-
-	nr = p2z_blk_carry_select(blk->old_slots, blk->old_nr, c,
-				  blk->carry->nr, blk->old_map, &overflow);
-	for (i = 0; i < blk->old_nr; i++) {
-		if (!blk->old_map[i])
-			continue;
-		if (p2z_blk_old_zops(blk, blk->old_slots[i].zidx, &z))
-			return -ENOMEM;
-		if (p2z_blk_zop_unsure(&z, i < n ? blk->old_slots[i].seq : 0))
-			c[blk->old_map[i] - 1].pad |= P2Z_BLK_CARRY_ZOP;
-		free(z.op);
-	}
-	if (overflow) {
-		blk->carry->flags |= P2Z_BLK_CARRY_OVERFLOW;
-		p2z_log(LOG_WARNING,
-			"recover %" PRIu32
-			": the dead server's record has more unresolved appends than a record carries (%zu kept): if this server dies too, an append matching no slot fails (EIO)",
-			blk->dev_id, nr);
 	}
 	return 0;
 }
@@ -749,7 +725,8 @@ static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 	struct p2z_blk_place_ctx c = { .base = m->wp_submit,
 				       .data = data,
 				       .bytes = len,
-				       .sh = blk->g.lba_shift };
+				       .sh = blk->g.lba_shift,
+				       .crc = m->crc };
 	enum p2z_blk_reissue r = P2Z_BLK_REISSUE_FAIL;
 	size_t nh = (size_t)blk->nr_queues * blk->depth * P2Z_BLK_HIST_PER_TAG;
 	struct p2z_blk_range *busy = calloc(n + nh, sizeof(*busy));
@@ -787,6 +764,64 @@ out:
 	free(zone);
 	free(busy);
 	return r;
+}
+
+/*
+ * recover: the dead server's own SUBMITTED slot @i, carried as @cs, placed
+ * now with its full history (p2z_blk_append_place() comparing crc32c, the
+ * request's bytes not here yet): found at exactly one place -> carried as
+ * LANDED there (a later server compares there); else left SUBMITTED. The
+ * slot itself stays as it was: this server places it with the bytes.
+ */
+static void p2z_blk_carry_place(struct p2z_blk *blk, size_t i,
+				const struct p2z_blk_zops *z,
+				struct p2z_blk_slot *cs)
+{
+	struct p2z_blk_slot *m = &blk->old_slots[i];
+	uint64_t at = 0;
+
+	if (m->zidx >= blk->g.nr_zones ||
+	    p2z_blk_append_place(blk, (long)i, z, blk->wp_rec[m->zidx], NULL,
+				 (uint64_t)m->len << blk->g.lba_shift,
+				 &at) != P2Z_BLK_REISSUE_DONE)
+		return;
+	m->state = P2Z_BLK_SLOT_SUBMITTED;
+	m->landed = 0;
+	cs->landed = at;
+	cs->state = P2Z_BLK_SLOT_LANDED;
+}
+
+int p2z_blk_carry_init(struct p2z_blk *blk)
+{
+	size_t n = (size_t)blk->nr_queues * blk->depth, i;
+	struct p2z_blk_slot *c = (struct p2z_blk_slot *)(blk->carry + 1);
+	bool overflow = blk->old_overflow;
+	struct p2z_blk_zops z;
+	size_t nr;
+
+	nr = p2z_blk_carry_select(blk->old_slots, blk->old_nr, c,
+				  blk->carry->nr, blk->old_map, &overflow);
+	for (i = 0; i < blk->old_nr; i++) {
+		if (!blk->old_map[i])
+			continue;
+		if (p2z_blk_old_zops(blk, blk->old_slots[i].zidx, &z))
+			return -ENOMEM;
+		if (p2z_blk_zop_unsure(&z, i < n ? blk->old_slots[i].seq : 0))
+			c[blk->old_map[i] - 1].pad |= P2Z_BLK_CARRY_ZOP;
+		else if (i < n &&
+			 blk->old_slots[i].state == P2Z_BLK_SLOT_SUBMITTED)
+			p2z_blk_carry_place(blk, i, &z,
+					    &c[blk->old_map[i] - 1]);
+		free(z.op);
+	}
+	if (overflow) {
+		blk->carry->flags |= P2Z_BLK_CARRY_OVERFLOW;
+		p2z_log(LOG_WARNING,
+			"recover %" PRIu32
+			": the dead server's record has more unresolved appends than a record carries (%zu kept): if this server dies too, an append matching no slot fails (EIO)",
+			blk->dev_id, nr);
+	}
+	return 0;
 }
 
 /*
