@@ -34,7 +34,10 @@
 # SIGKILLed P2Z_RECOVER_CYCLES times, 3 by default, and recovered each
 # time; refusals); the same kill cycles under btrfs -O zoned with two
 # writers of fsynced files (ublk/recover-btrfs: no writer error, every
-# acknowledged file intact, btrfs check clean), under fio's zbd mode at
+# acknowledged file intact, btrfs check clean), a server killed again
+# while it recovers under btrfs (ublk/recover-chain: the next one sees
+# every append of the record it made, files intact, btrfs check clean),
+# under fio's zbd mode at
 # QD16 with crc32c verify headers, read back and verified
 # (ublk/recover-fio), and under btrfs on an emu image with a volatile
 # write cache (ublk/recover-volatile: the fsynced files intact, btrfs
