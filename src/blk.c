@@ -514,3 +514,40 @@ int p2z_blk_recover_check(uint16_t state, uint64_t flags, uint64_t srv_flags,
 		return -EPERM;
 	return state == UBLK_S_DEV_QUIESCED ? 0 : -EBUSY;
 }
+
+size_t p2z_blk_carry_select(const struct p2z_blk_slot *old, size_t nr,
+			    struct p2z_blk_slot *carry, size_t cap,
+			    uint32_t *map, bool *overflow)
+{
+	size_t i, k = 0;
+
+	for (i = 0; i < nr; i++) {
+		map[i] = 0;
+		if (old[i].state == P2Z_BLK_SLOT_FREE)
+			continue;
+		if (k == cap) {
+			*overflow = true;
+			continue;
+		}
+		carry[k] = old[i];
+		map[i] = (uint32_t)++k;
+	}
+	return k;
+}
+
+long p2z_blk_slot_find(const struct p2z_blk_slot *s, size_t nr, size_t from,
+		       uint64_t zidx, uint32_t len, uint32_t crc)
+{
+	size_t i;
+
+	for (i = from; i < nr; i++)
+		if (s[i].state != P2Z_BLK_SLOT_FREE && s[i].zidx == zidx &&
+		    s[i].len == len && s[i].crc == crc)
+			return (long)i;
+	return -1;
+}
+
+enum p2z_blk_reissue p2z_blk_reissue_noslot(bool overflow)
+{
+	return overflow ? P2Z_BLK_REISSUE_FAIL : P2Z_BLK_REISSUE_SEND;
+}

@@ -519,21 +519,45 @@ static void p2z_blk_rec_load_v1(struct p2z_blk *blk, const char *buf, size_t n)
 }
 
 /*
+ * recover: a version 3 record's carry area at @buf (@size bytes) after
+ * its @n slots: its slots to old_slots after the record's own. Return: 0,
+ * or -EINVAL if it is not one of @n slots.
+ */
+static int p2z_blk_rec_load_carry(struct p2z_blk *blk, const char *buf,
+				  size_t size, size_t n)
+{
+	struct p2z_blk_carry c;
+
+	if (size != p2z_blk_carry_bytes(n))
+		return -EINVAL;
+	memcpy(&c, buf, sizeof(c));
+	if (c.nr != n * P2Z_BLK_CARRY_PER_SLOT)
+		return -EINVAL;
+	memcpy(blk->old_slots + n, buf + sizeof(c),
+	       c.nr * sizeof(struct p2z_blk_slot));
+	blk->old_overflow = c.flags & P2Z_BLK_CARRY_OVERFLOW;
+	return 0;
+}
+
+/*
  * recover: the dead server's record (@size bytes of @fd) into old_slots
- * and old_rings: version 2 of these queues, or version 1 (its slots
- * alone, 40 bytes each: old_rings stays NULL). Return: 0 or -errno
- * (-EINVAL: not a record of these queues).
+ * and old_rings: version 3 or 2 of these queues (2: no carry area), or
+ * version 1 (its slots alone, 40 bytes each: old_rings stays NULL).
+ * old_slots has room for the carried ones in any case. Return: 0 or
+ * -errno (-EINVAL: not a record of these queues).
  */
 static int p2z_blk_rec_load(struct p2z_blk *blk, int fd, size_t size)
 {
 	size_t n = (size_t)blk->nr_queues * blk->depth;
 	size_t rb = blk->nr_queues * p2z_blk_ring_bytes(blk->depth);
 	size_t ss = n * sizeof(struct p2z_blk_slot);
+	size_t v2 = sizeof(struct p2z_blk_rec) + ss + rb;
 	struct p2z_blk_rec h;
 	char *buf = malloc(size + 1);
 	int err = 0;
 
-	blk->old_slots = calloc(n, sizeof(struct p2z_blk_slot));
+	blk->old_nr = n * (1 + P2Z_BLK_CARRY_PER_SLOT);
+	blk->old_slots = calloc(blk->old_nr, sizeof(struct p2z_blk_slot));
 	if (!buf || !blk->old_slots) {
 		free(buf);
 		return -ENOMEM;
@@ -545,9 +569,11 @@ static int p2z_blk_rec_load(struct p2z_blk *blk, int fd, size_t size)
 	memcpy(&h, buf, size < sizeof(h) ? size : sizeof(h));
 	if (size == n * sizeof(struct p2z_blk_slot_v1)) {
 		p2z_blk_rec_load_v1(blk, buf, n);
-	} else if (size == sizeof(h) + ss + rb &&
-		   h.magic == P2Z_BLK_REC_MAGIC &&
-		   h.version == P2Z_BLK_REC_VERSION &&
+	} else if (size >= v2 && h.magic == P2Z_BLK_REC_MAGIC &&
+		   (h.version == P2Z_BLK_REC_VERSION ?
+			    !p2z_blk_rec_load_carry(blk, buf + v2, size - v2,
+						    n) :
+			    h.version == P2Z_BLK_REC_VERSION_2 && size == v2) &&
 		   h.nr_queues == blk->nr_queues && h.depth == blk->depth &&
 		   h.ring == blk->depth * P2Z_BLK_HIST_PER_TAG) {
 		memcpy(blk->old_slots, buf + sizeof(h), ss);
@@ -565,19 +591,46 @@ static int p2z_blk_rec_load(struct p2z_blk *blk, int fd, size_t size)
 }
 
 /*
- * The append record (blk_zoned.c): P2Z_BLK_RUN_DIR/N.slots, version 2: a
- * struct p2z_blk_rec, one struct p2z_blk_slot per queue and tag, then
- * each queue's ring of completed appends, mapped shared. add makes it;
- * recover keeps the dead server's slots and rings (a copy, version 1
- * read too) and each zone's write pointer, then makes it new for its
- * own. Return: 0 or -errno after one line.
+ * recover: the write pointers again, now that the device is quiesced (the
+ * dead server's last device requests done), into wp_rec. Return: 0 or
+ * -errno after one line.
+ */
+static int p2z_blk_recover_wps(struct p2z_blk *blk)
+{
+	size_t i;
+	int err;
+
+	blk->old_taken = calloc(blk->old_nr, 1);
+	blk->old_map = calloc(blk->old_nr, sizeof(*blk->old_map));
+	blk->wp_rec = calloc(blk->g.nr_zones, sizeof(*blk->wp_rec));
+	if (!blk->old_taken || !blk->old_map || !blk->wp_rec)
+		return p2z_blk_fail(-ENOMEM, "recover: %s", strerror(ENOMEM));
+	free(blk->zones);
+	err = p2z_blk_zones_init(blk);
+	if (err)
+		return p2z_blk_fail(err, "recover: zone report: %s",
+				    strerror(-err));
+	for (i = 0; i < blk->g.nr_zones; i++)
+		blk->wp_rec[i] = blk->zones[i].wp_ofs;
+	return 0;
+}
+
+/*
+ * The append record (blk_zoned.c): P2Z_BLK_RUN_DIR/N.slots, version 3: a
+ * struct p2z_blk_rec, one struct p2z_blk_slot per queue and tag, each
+ * queue's ring of completed appends, then the carry area, mapped shared.
+ * add makes it; recover keeps the dead server's slots, carried slots and
+ * rings (a copy, versions 2 and 1 read too) and each zone's write
+ * pointer, then makes it new for its own, carrying the dead server's
+ * unresolved slots into it. Return: 0 or -errno after one line.
  */
 static int p2z_blk_slots_setup(struct p2z_blk *blk)
 {
 	size_t n = (size_t)blk->nr_queues * blk->depth, i;
 	size_t ss = n * sizeof(struct p2z_blk_slot);
-	size_t bytes = sizeof(struct p2z_blk_rec) + ss +
-		       blk->nr_queues * p2z_blk_ring_bytes(blk->depth);
+	size_t rb = blk->nr_queues * p2z_blk_ring_bytes(blk->depth);
+	size_t bytes =
+		sizeof(struct p2z_blk_rec) + ss + rb + p2z_blk_carry_bytes(n);
 	char path[P2Z_BLK_PATH_MAX];
 	struct stat st;
 	int fd, err;
@@ -613,6 +666,23 @@ static int p2z_blk_slots_setup(struct p2z_blk *blk)
 		return p2z_blk_fail(-errno, "%s: mmap: %s", path,
 				    strerror(errno));
 	blk->rec = p;
+	blk->slots = (struct p2z_blk_slot *)(blk->rec + 1);
+	blk->rings = (char *)blk->slots + ss;
+	blk->carry = (struct p2z_blk_carry *)((char *)blk->rings + rb);
+	blk->carry->nr = (uint32_t)(n * P2Z_BLK_CARRY_PER_SLOT);
+	if (blk->recover) {
+		err = p2z_blk_recover_wps(blk);
+		if (err)
+			return err;
+		if (p2z_blk_carry_init(blk))
+			return p2z_blk_fail(-ENOMEM, "recover: %s",
+					    strerror(ENOMEM));
+	}
+	/*
+	 * The header last: a record killed before it (the dead server's
+	 * slots not carried yet) has no magic, and is refused.
+	 */
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 	*blk->rec = (struct p2z_blk_rec){
 		.magic = P2Z_BLK_REC_MAGIC,
 		.version = P2Z_BLK_REC_VERSION,
@@ -620,26 +690,9 @@ static int p2z_blk_slots_setup(struct p2z_blk *blk)
 		.depth = blk->depth,
 		.ring = blk->depth * P2Z_BLK_HIST_PER_TAG,
 	};
-	blk->slots = (struct p2z_blk_slot *)(blk->rec + 1);
-	blk->rings = (char *)blk->slots + ss;
 	if (!blk->recover)
 		return 0;
-	blk->old_taken = calloc(n, 1);
-	blk->wp_rec = calloc(blk->g.nr_zones, sizeof(*blk->wp_rec));
-	if (!blk->old_taken || !blk->wp_rec)
-		return p2z_blk_fail(-ENOMEM, "recover: %s", strerror(ENOMEM));
-	/*
-	 * The write pointers again, now that the device is quiesced (the
-	 * dead server's last device requests done).
-	 */
-	free(blk->zones);
-	err = p2z_blk_zones_init(blk);
-	if (err)
-		return p2z_blk_fail(err, "recover: zone report: %s",
-				    strerror(-err));
-	for (i = 0; i < blk->g.nr_zones; i++)
-		blk->wp_rec[i] = blk->zones[i].wp_ofs;
-	for (i = 0, bytes = 0; i < n; i++)
+	for (i = 0, bytes = 0; i < blk->old_nr; i++)
 		bytes += blk->old_slots[i].state != P2Z_BLK_SLOT_FREE;
 	p2z_log(LOG_INFO,
 		"recover %" PRIu32 ": %zu appends in the dead server's record",
@@ -954,6 +1007,7 @@ out_dev:
 	free(blk->old_slots);
 	free(blk->old_rings);
 	free(blk->old_taken);
+	free(blk->old_map);
 	free(blk->wp_rec);
 	p2z_blk_ctrl_close(blk->ctrl_fd, &blk->ctrl);
 	return ret;

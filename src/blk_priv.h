@@ -80,6 +80,10 @@ enum p2z_blk_reissue_class {
  * @done: bytes of the read done
  * @piece: bytes of the po2 piece the read's @io covers (the rest zeros)
  * @zone_ofs: a write's byte offset in its zone
+ * @carry: recover: the carried slot (index in the record's carry area
+ *	   plus 1) of the dead server's append this tag resolves, freed once
+ *	   resolved (sent: its own slot; landed: its own LANDED slot; failed:
+ *	   the commit reached the kernel), or 0
  */
 struct p2z_blk_tag {
 	struct p2z_io io;
@@ -92,6 +96,7 @@ struct p2z_blk_tag {
 	uint64_t done;
 	uint64_t piece;
 	uint64_t zone_ofs;
+	uint32_t carry;
 };
 
 /**
@@ -127,9 +132,14 @@ struct p2z_blk_queue {
 	int ret;
 };
 
-/* The append record's file: header, slots, then each queue's ring */
+/*
+ * The append record's file: header, slots, each queue's ring, then the
+ * carry area (version 3: struct p2z_blk_carry and its slots)
+ */
 #define P2Z_BLK_REC_MAGIC 0x63657273325a3250ULL /* "P2Z2srec" */
-#define P2Z_BLK_REC_VERSION 2
+#define P2Z_BLK_REC_VERSION 3
+/* the version before the carry area (read too) */
+#define P2Z_BLK_REC_VERSION_2 2
 /* completed appends each queue's ring keeps, per tag */
 #define P2Z_BLK_HIST_PER_TAG 8
 
@@ -160,6 +170,24 @@ struct p2z_blk_rec {
 _Static_assert(sizeof(struct p2z_blk_rec) == 40, "append record header");
 
 /**
+ * struct p2z_blk_carry - the record's carry area (version 3): the slots of
+ * the dead servers' appends (their own and those they carried) not FREE
+ * when this server recovered, each freed once this server resolved it;
+ * @nr struct p2z_blk_slot follow it. Their seqs are another generation's
+ * (no rings of theirs): compared with nothing.
+ * @nr: slots in the area (P2Z_BLK_CARRY_PER_SLOT per queue and tag)
+ * @flags: P2Z_BLK_CARRY_OVERFLOW
+ */
+struct p2z_blk_carry {
+	uint32_t nr;
+	uint32_t flags;
+};
+/* carried slots per queue and tag */
+#define P2Z_BLK_CARRY_PER_SLOT 2
+/* some slot did not fit: an append matching no slot fails */
+#define P2Z_BLK_CARRY_OVERFLOW 1U
+
+/**
  * struct p2z_blk_ring - a queue's ring of completed appends, @ring
  * struct p2z_blk_hist entries follow it
  * @head: entries ever written (entry head % ring is the next)
@@ -176,6 +204,13 @@ static inline size_t p2z_blk_ring_bytes(unsigned int depth)
 	return sizeof(struct p2z_blk_ring) +
 	       (size_t)depth * P2Z_BLK_HIST_PER_TAG *
 		       sizeof(struct p2z_blk_hist);
+}
+
+/* bytes of the carry area of @n slots (queues x depth) */
+static inline size_t p2z_blk_carry_bytes(size_t n)
+{
+	return sizeof(struct p2z_blk_carry) +
+	       n * P2Z_BLK_CARRY_PER_SLOT * sizeof(struct p2z_blk_slot);
 }
 
 /* queue @qid's ring in the rings at @rings */
@@ -220,7 +255,13 @@ p2z_blk_ring_of(void *rings, unsigned int depth, unsigned int qid)
  *	   P2Z_BLK_RUN_DIR/N.slots: survives the server), or NULL
  * @rec: the record's header (its counter), slots and rings follow it
  * @rings: the record's per-queue rings of completed appends
- * @old_slots: recover: the dead server's slots (a copy), or NULL
+ * @carry: the record's carry area (its header; the slots follow it)
+ * @old_slots: recover: the dead server's slots then its carried ones (a
+ *	       copy, @old_nr in all: an index >= nr_queues * depth is a
+ *	       carried slot, of an older generation), or NULL
+ * @old_nr: entries in @old_slots
+ * @old_map: recover: per @old_slots entry, its slot in @carry plus 1, or 0
+ * @old_overflow: recover: the dead server's carry area overflowed
  * @old_rings: recover: the dead server's rings (a copy), or NULL (its
  *	       record had none: version 1)
  * @old_lost: recover: the dead server's record's @lost
@@ -259,7 +300,11 @@ struct p2z_blk {
 	struct p2z_blk_rec *rec;
 	struct p2z_blk_slot *slots;
 	void *rings;
+	struct p2z_blk_carry *carry;
 	struct p2z_blk_slot *old_slots;
+	size_t old_nr;
+	uint32_t *old_map;
+	bool old_overflow;
 	void *old_rings;
 	uint64_t old_lost;
 	uint8_t *old_taken;
@@ -473,6 +518,16 @@ void p2z_blk_queue_wait(struct p2z_blk_queue *q);
  * their append slots (a request the kernel completed is never sent again)
  */
 void p2z_blk_slots_free(struct p2z_blk_queue *q);
+
+/**
+ * p2z_blk_carry_init() - recover: carry the dead server's slots not FREE
+ * (its own and its carried ones) into this server's carry area, each with
+ * P2Z_BLK_CARRY_ZOP if the dead server's markers show a zone op of its
+ * zone it was in flight across (p2z_blk_zop_unsure()), logged if some did
+ * not fit (P2Z_BLK_CARRY_OVERFLOW, also set if the dead server's was)
+ * Return: 0 or -ENOMEM.
+ */
+int p2z_blk_carry_init(struct p2z_blk *blk);
 
 /* blk_zoned.c */
 

@@ -431,12 +431,28 @@ static void p2z_blk_zop_end(struct p2z_blk_queue *q, struct p2z_blk_hist *e,
 			 __ATOMIC_RELEASE);
 }
 
+/*
+ * recover: the carried slot of the dead server's append @t resolved is
+ * freed (its own slot, or the kernel's commit, records it now)
+ */
+static void p2z_blk_carry_free(struct p2z_blk_tag *t)
+{
+	struct p2z_blk_slot *c;
+
+	if (!t->carry)
+		return;
+	c = (struct p2z_blk_slot *)(t->q->blk->carry + 1) + (t->carry - 1);
+	__atomic_store_n(&c->state, P2Z_BLK_SLOT_FREE, __ATOMIC_RELEASE);
+	t->carry = 0;
+}
+
 void p2z_blk_slots_free(struct p2z_blk_queue *q)
 {
 	struct p2z_blk_slot *s;
 	unsigned int i;
 
 	for (i = 0; i < q->nr_committed; i++) {
+		p2z_blk_carry_free(&q->tags[q->committed[i]]);
 		s = p2z_blk_slot_of(&q->tags[q->committed[i]]);
 		if (__atomic_load_n(&s->state, __ATOMIC_ACQUIRE) ==
 		    P2Z_BLK_SLOT_LANDED)
@@ -546,21 +562,20 @@ static long p2z_blk_old_slot(struct p2z_blk *blk, uint64_t zidx, uint32_t len,
 			     uint32_t crc, uint64_t *moved,
 			     unsigned int *unknown)
 {
-	size_t i, n = (size_t)blk->nr_queues * blk->depth;
+	size_t i, n = blk->old_nr;
 	const struct p2z_blk_slot *s, *m = NULL;
-	long found = -1;
+	long found = -1, k;
 	uint8_t no = 0;
 
-	for (i = 0; i < n && found < 0; i++) {
-		s = &blk->old_slots[i];
-		if (s->state == P2Z_BLK_SLOT_FREE || s->zidx != zidx ||
-		    s->len != len || s->crc != crc)
-			continue;
+	/* its own slots first, then carried ones */
+	for (i = 0; found < 0 && (k = p2z_blk_slot_find(blk->old_slots, n, i,
+							zidx, len, crc)) >= 0;
+	     i = (size_t)k + 1) {
 		no = 0;
-		if (__atomic_compare_exchange_n(&blk->old_taken[i], &no, 1,
+		if (__atomic_compare_exchange_n(&blk->old_taken[k], &no, 1,
 						false, __ATOMIC_ACQ_REL,
 						__ATOMIC_ACQUIRE))
-			found = (long)i;
+			found = k;
 	}
 	if (found < 0)
 		return -1;
@@ -590,12 +605,17 @@ struct p2z_blk_place_ctx {
 	const char *data;
 	uint64_t bytes;
 	unsigned int sh;
+	uint32_t crc;
 };
 
 static int p2z_blk_place_match(void *ctx, uint64_t lba)
 {
 	const struct p2z_blk_place_ctx *c = ctx;
 
+	/* without the data (p2z_blk_carry_place()): its checksum */
+	if (!c->data)
+		return p2z_blk_crc32c(0, c->zone + ((lba - c->base) << c->sh),
+				      c->bytes) == c->crc;
 	return !memcmp(c->zone + ((lba - c->base) << c->sh), c->data, c->bytes);
 }
 
@@ -655,7 +675,8 @@ static bool p2z_blk_old_hist(const struct p2z_blk *blk,
 
 /*
  * The other LANDED slots of @m's zone as busy ranges (not those a zone op
- * erased before @m was sent, MAYBE ones marked), appended to @busy.
+ * erased before @m was sent, MAYBE ones marked, as are all where @m or it
+ * is a carried slot), appended to @busy.
  */
 static void p2z_blk_old_landed(const struct p2z_blk *blk, long i,
 			       const struct p2z_blk_zops *z,
@@ -665,13 +686,17 @@ static void p2z_blk_old_landed(const struct p2z_blk *blk, long i,
 	const struct p2z_blk_slot *m = &blk->old_slots[i], *s;
 	enum p2z_blk_landing c;
 
-	for (k = 0; k < n; k++) {
+	for (k = 0; k < blk->old_nr; k++) {
 		s = &blk->old_slots[k];
 		if ((long)k == i || s->zidx != m->zidx ||
 		    __atomic_load_n(&s->state, __ATOMIC_ACQUIRE) !=
 			    P2Z_BLK_SLOT_LANDED)
 			continue;
-		c = p2z_blk_landing_of(z, s->seq, s->seq, m->seq);
+		/* seqs of two generations compare to nothing: may be */
+		if (k >= n || (size_t)i >= n)
+			c = P2Z_BLK_LANDING_MAYBE;
+		else
+			c = p2z_blk_landing_of(z, s->seq, s->seq, m->seq);
 		if (c != P2Z_BLK_LANDING_GONE)
 			busy[(*nb)++] = (struct p2z_blk_range){
 				s->landed, s->len, c == P2Z_BLK_LANDING_MAYBE
@@ -696,11 +721,12 @@ static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 						 uint64_t len, uint64_t *at)
 {
 	struct p2z_blk_slot *m = &blk->old_slots[i];
-	size_t n = (size_t)blk->nr_queues * blk->depth, nb = 0;
+	size_t n = blk->old_nr, nb = 0;
 	struct p2z_blk_place_ctx c = { .base = m->wp_submit,
 				       .data = data,
 				       .bytes = len,
-				       .sh = blk->g.lba_shift };
+				       .sh = blk->g.lba_shift,
+				       .crc = m->crc };
 	enum p2z_blk_reissue r = P2Z_BLK_REISSUE_FAIL;
 	size_t nh = (size_t)blk->nr_queues * blk->depth * P2Z_BLK_HIST_PER_TAG;
 	struct p2z_blk_range *busy = calloc(n + nh, sizeof(*busy));
@@ -712,7 +738,9 @@ static enum p2z_blk_reissue p2z_blk_append_place(struct p2z_blk *blk, long i,
 		return P2Z_BLK_REISSUE_FAIL;
 	pthread_mutex_lock(&p2z_blk_place_lock);
 	p2z_blk_old_landed(blk, i, z, busy, &nb);
-	complete = p2z_blk_old_hist(blk, m, z, busy, &nb);
+	/* a carried slot's history is another generation's: incomplete */
+	complete = (size_t)i < (size_t)blk->nr_queues * blk->depth &&
+		   p2z_blk_old_hist(blk, m, z, busy, &nb);
 	if (wp >= m->wp_submit + m->len) {
 		c.zone = zone = malloc((wp - m->wp_submit) << c.sh);
 		if (!zone)
@@ -739,6 +767,64 @@ out:
 }
 
 /*
+ * recover: the dead server's own SUBMITTED slot @i, carried as @cs, placed
+ * now with its full history (p2z_blk_append_place() comparing crc32c, the
+ * request's bytes not here yet): found at exactly one place -> carried as
+ * LANDED there (a later server compares there); else left SUBMITTED. The
+ * slot itself stays as it was: this server places it with the bytes.
+ */
+static void p2z_blk_carry_place(struct p2z_blk *blk, size_t i,
+				const struct p2z_blk_zops *z,
+				struct p2z_blk_slot *cs)
+{
+	struct p2z_blk_slot *m = &blk->old_slots[i];
+	uint64_t at = 0;
+
+	if (m->zidx >= blk->g.nr_zones ||
+	    p2z_blk_append_place(blk, (long)i, z, blk->wp_rec[m->zidx], NULL,
+				 (uint64_t)m->len << blk->g.lba_shift,
+				 &at) != P2Z_BLK_REISSUE_DONE)
+		return;
+	m->state = P2Z_BLK_SLOT_SUBMITTED;
+	m->landed = 0;
+	cs->landed = at;
+	cs->state = P2Z_BLK_SLOT_LANDED;
+}
+
+int p2z_blk_carry_init(struct p2z_blk *blk)
+{
+	size_t n = (size_t)blk->nr_queues * blk->depth, i;
+	struct p2z_blk_slot *c = (struct p2z_blk_slot *)(blk->carry + 1);
+	bool overflow = blk->old_overflow;
+	struct p2z_blk_zops z;
+	size_t nr;
+
+	nr = p2z_blk_carry_select(blk->old_slots, blk->old_nr, c,
+				  blk->carry->nr, blk->old_map, &overflow);
+	for (i = 0; i < blk->old_nr; i++) {
+		if (!blk->old_map[i])
+			continue;
+		if (p2z_blk_old_zops(blk, blk->old_slots[i].zidx, &z))
+			return -ENOMEM;
+		if (p2z_blk_zop_unsure(&z, i < n ? blk->old_slots[i].seq : 0))
+			c[blk->old_map[i] - 1].pad |= P2Z_BLK_CARRY_ZOP;
+		else if (i < n &&
+			 blk->old_slots[i].state == P2Z_BLK_SLOT_SUBMITTED)
+			p2z_blk_carry_place(blk, i, &z,
+					    &c[blk->old_map[i] - 1]);
+		free(z.op);
+	}
+	if (overflow) {
+		blk->carry->flags |= P2Z_BLK_CARRY_OVERFLOW;
+		p2z_log(LOG_WARNING,
+			"recover %" PRIu32
+			": the dead server's record has more unresolved appends than a record carries (%zu kept): if this server dies too, an append matching no slot fails (EIO)",
+			blk->dev_id, nr);
+	}
+	return 0;
+}
+
+/*
  * The dead server's slot @i of a reissued append: a reset or finish of its
  * zone not ended when it was sent -> FAIL (p2z_blk_zop_unsure()); sent
  * without a recorded landing -> p2z_blk_append_place(); else
@@ -757,7 +843,13 @@ static enum p2z_blk_reissue p2z_blk_append_decide(struct p2z_blk_tag *t, long i,
 
 	if (p2z_blk_old_zops(blk, t->zidx, &z))
 		return P2Z_BLK_REISSUE_FAIL;
-	if (p2z_blk_zop_unsure(&z, m->seq))
+	/*
+	 * A carried slot was sent before every marker of the dead server's
+	 * (seq 0), and fails if an older one's showed a zone op (its pad).
+	 */
+	if ((size_t)i >= (size_t)blk->nr_queues * blk->depth ?
+		    (m->pad & P2Z_BLK_CARRY_ZOP) || p2z_blk_zop_unsure(&z, 0) :
+		    p2z_blk_zop_unsure(&z, m->seq))
 		p2z_log(LOG_WARNING,
 			"recovery: an append of zone %" PRIu64
 			" was in flight across a reset or finish of it",
@@ -772,9 +864,52 @@ static enum p2z_blk_reissue p2z_blk_append_decide(struct p2z_blk_tag *t, long i,
 }
 
 /*
+ * A reissued append of the dead server's slot @m found landed at @at: its
+ * own slot, LANDED, before the commit (then freed into its history like
+ * any other), so a server after it still finds and compares it there.
+ */
+static void p2z_blk_slot_resolved(const struct p2z_blk_tag *t,
+				  const struct p2z_blk_slot *m, uint64_t at)
+{
+	struct p2z_blk *blk = t->q->blk;
+	struct p2z_blk_slot *s = p2z_blk_slot_of(t);
+
+	s->zidx = m->zidx;
+	s->len = m->len;
+	s->crc = m->crc;
+	s->pad = 0;
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	s->seq = __atomic_load_n(&blk->rec->seq, __ATOMIC_ACQUIRE);
+	s->wp_submit = m->wp_submit;
+	s->landed = at;
+	__atomic_store_n(&s->state, P2Z_BLK_SLOT_LANDED, __ATOMIC_RELEASE);
+}
+
+/*
+ * An append matching no slot of the dead server's record: sent, unless
+ * the record's carry area overflowed (a slot may be lost) -> EIO, logged
+ * once. Return: 0 (send it), 1 (committed).
+ */
+static int p2z_blk_append_noslot(struct p2z_blk_tag *t)
+{
+	static bool logged;
+
+	if (p2z_blk_reissue_noslot(t->q->blk->old_overflow) ==
+	    P2Z_BLK_REISSUE_SEND)
+		return 0;
+	if (!__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+		p2z_log(LOG_WARNING,
+			"recovery: the dead server's record lost slots (its carry area overflowed): an append matching none fails (EIO)");
+	p2z_blk_count(t->q->blk, P2Z_BLK_RC_FAILED, t->zidx);
+	p2z_blk_done(t, -EIO, 0);
+	return 1;
+}
+
+/*
  * A zone append after a recovery: if the dead server had it (its slot),
- * p2z_blk_reissue_append() decides; landed -> committed here with its
- * sector. Return: 0 (send it), 1 (committed).
+ * p2z_blk_reissue_append() decides; landed -> recorded as its own LANDED
+ * slot and committed here with its sector. The carried slot it had
+ * (@t->carry) is freed once resolved. Return: 0 (send it), 1 (committed).
  */
 static int p2z_blk_append_reissue(struct p2z_blk_tag *t, uint64_t len,
 				  uint32_t crc)
@@ -789,7 +924,8 @@ static int p2z_blk_append_reissue(struct p2z_blk_tag *t, uint64_t len,
 	i = p2z_blk_old_slot(blk, t->zidx, (uint32_t)(len >> sh), crc, &moved,
 			     &unknown);
 	if (i < 0)
-		return 0;
+		return p2z_blk_append_noslot(t);
+	t->carry = blk->old_map[i];
 	r = p2z_blk_append_decide(t, i, len, moved, unknown, &at);
 	if (r == P2Z_BLK_REISSUE_COMPARE) {
 		cmp = p2z_blk_compare(blk, t->zidx, at, p2z_blk_tag_buf(t),
@@ -804,6 +940,8 @@ static int p2z_blk_append_reissue(struct p2z_blk_tag *t, uint64_t len,
 	}
 	if (r == P2Z_BLK_REISSUE_DONE) {
 		p2z_blk_count(blk, P2Z_BLK_RC_APPEND_LANDED, t->zidx);
+		p2z_blk_slot_resolved(t, &blk->old_slots[i], at);
+		p2z_blk_carry_free(t);
 		p2z_blk_done(
 			t, (int)len,
 			((uint64_t)t->zidx * p2z_blk_zone_sectors(&blk->g)) +
@@ -971,6 +1109,7 @@ static void p2z_blk_append(struct p2z_blk_tag *t,
 	t->io.end_io = p2z_blk_append_end_io;
 	if (blk->slots)
 		p2z_blk_slot_submitted(t, len, crc);
+	p2z_blk_carry_free(t);
 	p2z_blk_submit(t, &blk->zones[t->zidx]);
 }
 

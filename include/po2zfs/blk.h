@@ -701,6 +701,53 @@ bool p2z_blk_hist_busy(const struct p2z_blk_hist *ring, size_t nr,
 		       const struct p2z_blk_zops *zops,
 		       struct p2z_blk_range *busy, size_t *nr_busy);
 
+/* A carried slot's @pad bits (the record's carry area, version 3) */
+#define P2Z_BLK_CARRY_ZOP 1U /* a zone op of its zone while unresolved */
+
+/**
+ * p2z_blk_carry_select() - the slots a recovering server carries forward
+ * in its own record: the dead server's slots and carried slots not FREE
+ * @old: the dead server's slots, then its carried ones, @nr in all
+ * @nr: entries in @old
+ * @carry: result: the carried slots, compacted (room for @cap)
+ * @cap: entries in @carry
+ * @map: result: per @old entry, its index in @carry plus 1, or 0 (FREE,
+ *	 or no room)
+ * @overflow: result: set if some did not fit (left alone otherwise)
+ *
+ * Return: entries written to @carry.
+ */
+size_t p2z_blk_carry_select(const struct p2z_blk_slot *old, size_t nr,
+			    struct p2z_blk_slot *carry, size_t cap,
+			    uint32_t *map, bool *overflow);
+
+/**
+ * p2z_blk_slot_find() - the first slot from @from on with a reissued
+ * append's zone, length and checksum, not FREE
+ * @s: the dead server's slots, then its carried ones (own first: a request
+ *     the dead server took from a carried slot and recorded in its own is
+ *     found there)
+ * @nr: entries in @s
+ * @from: first index looked at
+ * @zidx: the append's zone
+ * @len: its LBAs
+ * @crc: its crc32c
+ *
+ * Return: the index, or -1.
+ */
+long p2z_blk_slot_find(const struct p2z_blk_slot *s, size_t nr, size_t from,
+		       uint64_t zidx, uint32_t len, uint32_t crc);
+
+/**
+ * p2z_blk_reissue_noslot() - an append after a recovery that no slot of
+ * the dead server's record (own or carried) matches
+ * @overflow: the record's carry area overflowed (a slot may be missing)
+ *
+ * Return: P2Z_BLK_REISSUE_SEND (never sent before), or _FAIL if a slot
+ * may have been lost (it may have landed already).
+ */
+enum p2z_blk_reissue p2z_blk_reissue_noslot(bool overflow);
+
 /**
  * p2z_blk_crc32c() - crc32c (Castagnoli) of @len bytes, continuing @crc
  * (start with 0)

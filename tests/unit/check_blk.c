@@ -645,6 +645,143 @@ START_TEST(test_reissue_write_cases)
 }
 END_TEST
 
+/*
+ * A recovering server carries the dead server's slots not FREE (its own,
+ * then its carried ones) into its record, compacted, and says which went
+ * where; one more than fits sets the overflow, which a fit leaves alone.
+ */
+START_TEST(test_carry_select_cases)
+{
+	struct p2z_blk_slot old[6] = {
+		[0] = { .state = P2Z_BLK_SLOT_SUBMITTED, .zidx = 1, .seq = 7 },
+		[2] = { .state = P2Z_BLK_SLOT_LANDED, .zidx = 2, .landed = 9 },
+		[4] = { .state = P2Z_BLK_SLOT_SUBMITTED, .zidx = 3, .pad = 1 },
+		[5] = { .state = P2Z_BLK_SLOT_SUBMITTED, .zidx = 4 },
+	};
+	struct p2z_blk_slot carry[4];
+	uint32_t map[6];
+	bool overflow = false;
+
+	memset(carry, 0xa5, sizeof(carry));
+	ck_assert_uint_eq(
+		p2z_blk_carry_select(old, 6, carry, 4, map, &overflow), 4);
+	ck_assert(!overflow);
+	ck_assert_uint_eq(map[0], 1);
+	ck_assert_uint_eq(map[1], 0);
+	ck_assert_uint_eq(map[2], 2);
+	ck_assert_uint_eq(map[3], 0);
+	ck_assert_uint_eq(map[4], 3);
+	ck_assert_uint_eq(map[5], 4);
+	ck_assert_uint_eq(carry[0].zidx, 1);
+	ck_assert_uint_eq(carry[0].seq, 7);
+	ck_assert_uint_eq(carry[1].state, P2Z_BLK_SLOT_LANDED);
+	ck_assert_uint_eq(carry[1].landed, 9);
+	/* a flag an older server set travels on */
+	ck_assert_uint_eq(carry[2].pad, P2Z_BLK_CARRY_ZOP);
+	ck_assert_uint_eq(carry[3].zidx, 4);
+	/* no room for the last: not mapped, overflow */
+	ck_assert_uint_eq(
+		p2z_blk_carry_select(old, 6, carry, 3, map, &overflow), 3);
+	ck_assert(overflow);
+	ck_assert_uint_eq(map[4], 3);
+	ck_assert_uint_eq(map[5], 0);
+	/* nothing to carry */
+	overflow = false;
+	ck_assert_uint_eq(
+		p2z_blk_carry_select(old + 1, 1, carry, 0, map, &overflow), 0);
+	ck_assert(!overflow);
+	ck_assert_uint_eq(map[0], 0);
+}
+END_TEST
+
+/*
+ * The lookup of a reissued append runs over the dead server's own slots,
+ * then its carried ones: the own one first, a carried one found after it
+ * (or alone), FREE ones and other zones, lengths, checksums never.
+ */
+START_TEST(test_slot_find_own_then_carried)
+{
+	struct p2z_blk_slot s[6] = {
+		[0] = { .state = P2Z_BLK_SLOT_FREE,
+			.zidx = 5,
+			.len = 8,
+			.crc = 0xabc },
+		[1] = { .state = P2Z_BLK_SLOT_SUBMITTED,
+			.zidx = 5,
+			.len = 16,
+			.crc = 0xabc },
+		[2] = { .state = P2Z_BLK_SLOT_LANDED,
+			.zidx = 5,
+			.len = 8,
+			.crc = 0xabc },
+		[3] = { .state = P2Z_BLK_SLOT_SUBMITTED,
+			.zidx = 6,
+			.len = 8,
+			.crc = 0xabc },
+		/* carried (index >= 4 with 4 own slots) */
+		[4] = { .state = P2Z_BLK_SLOT_SUBMITTED,
+			.zidx = 5,
+			.len = 8,
+			.crc = 0xabd },
+		[5] = { .state = P2Z_BLK_SLOT_SUBMITTED,
+			.zidx = 5,
+			.len = 8,
+			.crc = 0xabc },
+	};
+
+	ck_assert_int_eq(p2z_blk_slot_find(s, 6, 0, 5, 8, 0xabc), 2);
+	ck_assert_int_eq(p2z_blk_slot_find(s, 6, 3, 5, 8, 0xabc), 5);
+	ck_assert_int_eq(p2z_blk_slot_find(s, 6, 6, 5, 8, 0xabc), -1);
+	ck_assert_int_eq(p2z_blk_slot_find(s, 6, 0, 5, 8, 0xabd), 4);
+	ck_assert_int_eq(p2z_blk_slot_find(s, 6, 0, 5, 16, 0xabc), 1);
+	ck_assert_int_eq(p2z_blk_slot_find(s, 6, 0, 6, 8, 0xabc), 3);
+	ck_assert_int_eq(p2z_blk_slot_find(s, 6, 0, 7, 8, 0xabc), -1);
+	/* only the own slots: the carried one is not there */
+	ck_assert_int_eq(p2z_blk_slot_find(s, 4, 3, 5, 8, 0xabc), -1);
+}
+END_TEST
+
+/* No slot: sent, unless the record lost slots (carry overflow): EIO */
+START_TEST(test_reissue_noslot_overflow)
+{
+	ck_assert_int_eq(p2z_blk_reissue_noslot(false), P2Z_BLK_REISSUE_SEND);
+	ck_assert_int_eq(p2z_blk_reissue_noslot(true), P2Z_BLK_REISSUE_FAIL);
+}
+END_TEST
+
+/*
+ * A carried slot's history is incomplete (its seqs another generation's):
+ * placed with complete false, a match fails, no match sends; a LANDED
+ * one compares at its landing.
+ */
+static int carry_match_at(void *ctx, uint64_t lba)
+{
+	return lba == *(const uint64_t *)ctx;
+}
+
+START_TEST(test_reissue_carried_incomplete)
+{
+	struct p2z_blk_slot m = { .state = P2Z_BLK_SLOT_SUBMITTED,
+				  .len = 8,
+				  .zidx = 3,
+				  .wp_submit = 100 };
+	uint64_t where = 108, at = 0;
+
+	ck_assert_int_eq(p2z_blk_reissue_place(&m, 124, NULL, 0, false,
+					       carry_match_at, &where, &at),
+			 P2Z_BLK_REISSUE_FAIL);
+	where = 500;
+	ck_assert_int_eq(p2z_blk_reissue_place(&m, 124, NULL, 0, false,
+					       carry_match_at, &where, &at),
+			 P2Z_BLK_REISSUE_SEND);
+	m.state = P2Z_BLK_SLOT_LANDED;
+	m.landed = 108;
+	ck_assert_int_eq(p2z_blk_reissue_append(&m, 124, 0, 0, -1, &at),
+			 P2Z_BLK_REISSUE_COMPARE);
+	ck_assert_uint_eq(at, 108);
+}
+END_TEST
+
 /* A reissued append: written at most once, from the record and the wp. */
 START_TEST(test_reissue_append_cases)
 {
@@ -1192,6 +1329,12 @@ static Suite *blk_suite(void)
 	tcase_add_test(tc, test_reissue_place_reset);
 	tcase_add_test(tc, test_reissue_reset_unsure);
 	tcase_add_test(tc, test_crc32c_check_value);
+	tc = tcase_create("carry");
+	suite_add_tcase(s, tc);
+	tcase_add_test(tc, test_carry_select_cases);
+	tcase_add_test(tc, test_slot_find_own_then_carried);
+	tcase_add_test(tc, test_reissue_noslot_overflow);
+	tcase_add_test(tc, test_reissue_carried_incomplete);
 	tc = tcase_create("recover");
 	suite_add_tcase(s, tc);
 	tcase_add_test(tc, test_state_name_cases);

@@ -34,7 +34,10 @@
 # SIGKILLed P2Z_RECOVER_CYCLES times, 3 by default, and recovered each
 # time; refusals); the same kill cycles under btrfs -O zoned with two
 # writers of fsynced files (ublk/recover-btrfs: no writer error, every
-# acknowledged file intact, btrfs check clean), under fio's zbd mode at
+# acknowledged file intact, btrfs check clean), a server killed again
+# while it recovers under btrfs (ublk/recover-chain: the next one sees
+# every append of the record it made, files intact, btrfs check clean),
+# under fio's zbd mode at
 # QD16 with crc32c verify headers, read back and verified
 # (ublk/recover-fio), and under btrfs on an emu image with a volatile
 # write cache (ublk/recover-volatile: the fsynced files intact, btrfs
@@ -985,6 +988,7 @@ run_only() { # ng
 		recover) check_recover "$ng" ;;
 		restart) check_restart "$ng" ;;
 		recover-btrfs) check_recover_btrfs "$ng" ;;
+		recover-chain) check_recover_chain "$ng" ;;
 		recover-fio) check_recover_fio "$ng" ;;
 		recover-volatile) check_recover_volatile ;;
 		power-cut) check_power_cut --volatile-cache sync ;;
@@ -1053,6 +1057,7 @@ run_ublk() {
 	check_recover "$ng"
 	check_restart "$ng"
 	check_recover_btrfs "$ng"
+	check_recover_chain "$ng"
 	check_recover_fio "$ng"
 	check_recover_volatile
 	check_power_cut --volatile-cache sync
@@ -1642,6 +1647,129 @@ check_recover_btrfs() { # ng
 		return
 	fi
 	rb_run recover-btrfs strict /tmp/rb-rec
+}
+
+# the number in "recover 0: N appends in the dead server's record" of log
+# $1 once it is there (up to 10 s), else empty
+rc_appends() { # log
+	local i n
+
+	for i in $(seq 200); do
+		n=$(sed -n 's/.*recover 0: \([0-9]*\) appends in the dead server.s record/\1/p' "$1")
+		[ -n "$n" ] && echo "$n" && return 0
+		sleep 0.05
+	done
+	return 1
+}
+
+# A server killed while it recovers (issue #24): btrfs and three writers
+# as recover-btrfs; the server S1 SIGKILLed with writes in flight; while a
+# holder keeps /dev/ublkc0 open (START_USER_RECOVERY refuses then, and
+# recover retries for 5 s) recover S2 loads S1's record and makes its own;
+# S2 SIGKILLed there; the holder ends; recover S3 serves the device. S3
+# must see every append S2 saw (S2's record carries S1's unresolved
+# slots: N3 = N2 exactly; before the carry area S2's fresh record had 0,
+# and S3 sent them again). Repeated (S3 the next S1) until a kill leaves
+# appends in the record (up to 8 times); then the writers stop: no writer
+# error, every acknowledged file intact, btrfs check clean.
+check_recover_chain() { # ng
+	local m=/mnt/btrfs dev=/dev/ublkb0 why='' w wpids='' c f rd wr hpid
+	local n2='' n3='' tries=0 acked=0 bad=0 r out l
+
+	if ! add_rec "$1" /tmp/rc-add.out; then
+		result ublk recover-chain FAIL "add -f --recovery: $(cat /tmp/rc-add.out)"
+		return
+	fi
+	mkdir -p $m
+	if ! mkfs.btrfs -f -O zoned -d single -m single $dev >/tmp/rc-mkfs.out 2>&1 ||
+		! mount -t btrfs $dev $m; then
+		result ublk recover-chain FAIL "mkfs/mount: $(grep -m1 -iE 'error|fail' /tmp/rc-mkfs.out)"
+		kill -TERM "$PID"
+		wait "$PID"
+		return
+	fi
+	rm -f /tmp/rb-stop /tmp/rc-rec.*
+	for w in 0 1 2; do
+		rb_writer $m/w$w /tmp/rc-sums.$w &
+		wpids="$wpids $!"
+	done
+	for w in $(seq 2400); do
+		[ -s /tmp/rc-sums.0 ] && [ -s /tmp/rc-sums.1 ] &&
+			[ -s /tmp/rc-sums.2 ] && break
+		sleep 0.05
+	done
+	for c in $(seq 8); do
+		tries=$c
+		sleep "0.$((RANDOM % 9 + 1))"
+		for f in $(seq 4000); do
+			read -r rd wr </sys/block/ublkb0/inflight
+			[ "$wr" = 0 ] || break
+		done
+		kill -KILL "$PID" 2>/dev/null
+		wait "$PID" 2>/dev/null
+		wait_state quiesced || { why="$why c$c-not-quiesced"; break; }
+		l=/tmp/rc-rec.$c
+		sleep 600 9<>/dev/ublkc0 &
+		hpid=$!
+		for f in $(seq 200); do
+			[ -e "/proc/$hpid/fd/9" ] || ! kill -0 "$hpid" 2>/dev/null ||
+				break
+			sleep 0.05
+		done
+		if [ ! -e "/proc/$hpid/fd/9" ]; then
+			why="$why c$c-holder(/dev/ublkc0 not held open)"
+			break
+		fi
+		po2zfs-blk recover -f 0 >"$l.s2" 2>&1 </dev/null &
+		PID=$!
+		n2=$(rc_appends "$l.s2")
+		kill -KILL "$PID" 2>/dev/null
+		wait "$PID" 2>/dev/null
+		kill "$hpid"
+		wait "$hpid" 2>/dev/null
+		if [ -z "$n2" ]; then
+			why="$why c$c-s2($(tr '\n' '|' <"$l.s2"))"
+			break
+		fi
+		po2zfs-blk recover -f 0 >"$l.s3" 2>&1 </dev/null &
+		PID=$!
+		n3=$(rc_appends "$l.s3")
+		if ! wait_state alive; then
+			why="$why c$c-s3($(tr '\n' '|' <"$l.s3"))"
+			break
+		fi
+		[ "$n3" = "$n2" ] || why="$why c$c-carried(s2=$n2,s3=${n3:-?})"
+		[ "$n2" = 0 ] || break
+	done
+	[ "${n2:-0}" != 0 ] || why="$why no-appends-in-$tries-kills"
+	touch /tmp/rb-stop
+	# shellcheck disable=SC2086 # the writers' pids
+	wait $wpids
+	timeout 120 umount $m || why="$why umount"
+	out=$(btrfs check --readonly $dev 2>&1)
+	r=$?
+	[ $r = 0 ] || why="$why btrfs-check($r: $(echo "$out" | grep -m1 -iE 'error|corrupt|invalid|wrong|mismatch'))"
+	if mount -t btrfs $dev $m; then
+		for w in 0 1 2; do
+			acked=$((acked + $(wc -l </tmp/rc-sums.$w)))
+			bad=$((bad + $(wc -l </tmp/rc-sums.$w) - $(sums_ok $m/w$w /tmp/rc-sums.$w)))
+		done
+		umount $m || why="$why umount2"
+	else
+		why="$why remount($(klog btrfs))"
+	fi
+	kill -TERM "$PID"
+	wait "$PID"
+	r=$?
+	[ $r = 0 ] || why="$why server-exit($r)"
+	wait_node $dev 0 || why="$why ublkb0-left"
+	cat /tmp/rc-sums.[0-2].err >/tmp/rc-err
+	[ ! -s /tmp/rc-err ] || why="$why writer-errors($(head -c 300 /tmp/rc-err | tr '\n' ' '))"
+	[ "$bad" = 0 ] || why="$why lost=$bad"
+	[ "$acked" -gt 0 ] || why="$why nothing-acked"
+	out="tries=$tries appends_in_record(s2/s3)=${n2:-?}/${n3:-?} acked=$acked lost=$bad $(rec_classes /tmp/rc-rec)"
+	echo "P2Z-VM blk-recover-chain: $out"
+	result_why ublk recover-chain "${why# }${why:+: $out}" "$out; btrfs check clean"
 }
 
 # The same on an emu image made with a volatile write cache
