@@ -127,15 +127,25 @@ void p2z_blk_queue_commit(struct p2z_blk_queue *q, unsigned int tag, int res,
 		q->committed[q->nr_committed++] = tag;
 }
 
-/* io_uring_submit() and the append slots of what it committed freed */
+/*
+ * io_uring_submit() and the append slots of what it committed freed, then
+ * the wait for @wait completions. The slots go before the wait: the kernel
+ * handled the commits inside the submit, and a server killed while it
+ * waits must not leave LANDED slots of requests the kernel completed (a
+ * recovery would carry them forward as stale ones, blk_zoned.c).
+ */
 static int p2z_blk_queue_submit(struct p2z_blk_queue *q, unsigned int wait)
 {
-	int ret = wait ? io_uring_submit_and_wait(&q->ring, wait) :
-			 io_uring_submit(&q->ring);
+	int ret;
 
-	if (q->nr_committed && ret >= 0)
-		p2z_blk_slots_free(q);
-	return ret;
+	if (!q->nr_committed)
+		return wait ? io_uring_submit_and_wait(&q->ring, wait) :
+			      io_uring_submit(&q->ring);
+	ret = io_uring_submit(&q->ring);
+	if (ret < 0)
+		return ret;
+	p2z_blk_slots_free(q);
+	return wait ? io_uring_submit_and_wait(&q->ring, wait) : ret;
 }
 
 /* A request taken from the kernel: count it, and the most at once. */
