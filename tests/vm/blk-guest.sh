@@ -1842,8 +1842,31 @@ check_recover_fio() { # ng
 	result_why ublk recover-fio "${why# }${why:+: $sum}" "$sum; fio QD16 io_uring zbd, crc32c verified"
 }
 
+# Every 300 s the processes of the checks (pid, state, kernel wait
+# channel, command) and any in D state: a check that hangs shows where in
+# the log (the guest's timeout alone says nothing).
+blk_watchdog() {
+	local p st cmd
+
+	while sleep 300; do
+		echo "P2Z-VM watchdog at ${SECONDS}s: $(timeout 10 po2zfs-blk list 2>&1 | tr '\n\t' '| ')"
+		for p in /proc/[0-9]*; do
+			st=$(awk '{ print $3 }' "$p/stat" 2>/dev/null) || continue
+			cmd=$(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | head -c 120)
+			case "$cmd" in
+			*po2zfs* | dd\ * | *fio* | *btrfs* | *mount* | *blkzone*) ;;
+			*) [ "$st" = D ] || continue ;;
+			esac
+			echo "P2Z-VM   ${p#/proc/} $st $(cat "$p/wchan" 2>/dev/null) $cmd"
+		done
+	done
+}
+blk_watchdog &
+WD_PID=$!
+
 run_ublk
 echo "P2Z-VM ublk done at ${SECONDS}s"
+kill "$WD_PID" 2>/dev/null
 
 check_klog
 results_passed
