@@ -961,6 +961,7 @@ const struct p2z_dev_ops p2z_dev_emu_ops = {
 	.queue_hold_fd = p2z_emu_queue_hold_fd,
 	.queue_init_on = p2z_emu_queue_init_on,
 	.complete = p2z_emu_complete,
+	.queue_qring = p2z_emu_queue_qring,
 	.fua = true,
 };
 

@@ -771,4 +771,5 @@ const struct p2z_dev_ops p2z_dev_nvme_ops = {
 	.queue_hold_fd = p2z_nvme_queue_hold_fd,
 	.queue_init_on = p2z_nvme_queue_init_on,
 	.complete = p2z_nvme_complete,
+	.queue_qring = p2z_ring_queue_self,
 };

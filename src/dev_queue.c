@@ -25,6 +25,7 @@
 #include "po2zfs/dev.h"
 #include "po2zfs/log.h"
 #include "dev_priv.h"
+#include "uring.h"
 
 #define P2Z_QUEUE_MAX_DEPTH 4096
 /* Pool workers per device at most (all its queues together). */
@@ -65,6 +66,8 @@ struct p2z_piece {
  * @held: p2z_dev_queue_hold_fd() was called
  * @held_fd: the duplicate held for a queue without a ring of its own, or -1
  * @on_ring: opened by p2z_dev_queue_open_on(): completions are fed
+ * @edge: p2z_dev_queue_edge() was called: @efd is never read, nor written
+ *	  by the owner's calls
  */
 struct p2z_dev_queue {
 	struct p2z_dev *dev;
@@ -82,11 +85,12 @@ struct p2z_dev_queue {
 	bool held;
 	int held_fd;
 	bool on_ring;
+	bool edge;
 };
 
 static void p2z_q_signal(struct p2z_dev_queue *q)
 {
-	if (q->efd >= 0)
+	if (q->efd >= 0 && !q->edge)
 		eventfd_write(q->efd, 1);
 }
 
@@ -355,16 +359,33 @@ static unsigned int p2z_q_run_done(struct p2z_dev_queue *q)
 	return n;
 }
 
+/* The queue's own ring, for plugging and quieting, or NULL. */
+static struct p2z_qring *p2z_q_qring(struct p2z_dev_queue *q)
+{
+	return q->aops->queue_qring && !q->on_ring ?
+		       q->aops->queue_qring(q->bq) :
+		       NULL;
+}
+
 int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait)
 {
+	struct p2z_qring *qr = NULL;
 	eventfd_t cnt;
 	unsigned int n = 0;
 
 	if (!q || q->in_reap || (q->on_ring && min_wait))
 		return -EINVAL;
 	/* Cleared first: a completion arriving later signals it again. */
-	if (q->efd >= 0)
+	if (q->efd >= 0 && !q->edge)
 		eventfd_read(q->efd, &cnt);
+	/*
+	 * Waiting for everything in flight, an edge owner needs no signal of
+	 * it: quiet the ring until nothing is in flight (p2z_ring_queue_quiet()).
+	 */
+	if (q->edge && min_wait && min_wait >= q->inflight)
+		qr = p2z_q_qring(q);
+	if (qr)
+		p2z_ring_queue_quiet(qr, true);
 	q->in_reap = true;
 	for (;;) {
 		q->aops->reap(q->dev, q->bq, false);
@@ -377,7 +398,36 @@ int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait)
 		p2z_q_kick(q);
 	}
 	q->in_reap = false;
+	if (qr) {
+		p2z_ring_queue_quiet(qr, false);
+		/* An end_io submitted more: the signal of one may be lost. */
+		if (q->inflight)
+			eventfd_write(q->efd, 1);
+	}
 	return (int)n;
+}
+
+int p2z_dev_queue_plug(struct p2z_dev_queue *q, bool plug)
+{
+	struct p2z_qring *qr = q ? p2z_q_qring(q) : NULL;
+
+	if (!qr)
+		return q ? 0 : -EINVAL;
+	if (plug) {
+		p2z_ring_queue_plug(qr);
+		return 0;
+	}
+	return p2z_ring_queue_unplug(qr);
+}
+
+void p2z_dev_queue_edge(struct p2z_dev_queue *q)
+{
+	q->edge = true;
+}
+
+bool p2z_dev_queue_ready(struct p2z_dev_queue *q)
+{
+	return q->done != NULL;
 }
 
 int p2z_dev_queue_complete(struct p2z_dev_queue *q,

@@ -178,6 +178,11 @@ static void p2z_emu_reap_one(void *arg, struct p2z_io *io,
 			(ssize_t)io->len;
 }
 
+struct p2z_qring *p2z_emu_queue_qring(void *bq)
+{
+	return ((struct p2z_emu_q *)bq)->ring;
+}
+
 int p2z_emu_reap(struct p2z_dev *dev, void *bq, bool wait)
 {
 	struct p2z_emu_q *eq = bq;

@@ -511,6 +511,7 @@ int p2z_emu_reap(struct p2z_dev *dev, void *bq, bool wait);
 int p2z_emu_queue_hold_fd(struct p2z_dev *dev, void *bq, int fd);
 int p2z_emu_queue_init_on(struct p2z_dev *dev, unsigned int depth,
 			  struct io_uring *ring, uint64_t tag, void **bqp);
+struct p2z_qring *p2z_emu_queue_qring(void *bq);
 int p2z_emu_complete(struct p2z_dev *dev, void *bq,
 		     const struct io_uring_cqe *cqe);
 

@@ -27,6 +27,14 @@
  * reads /dev/fuse again, instead of an epoll_wait() round trip through
  * the queue's eventfd per request.
  *
+ * System calls per request (what this loop costs beyond FUSE's own read
+ * and reply): a worker plugs its queue while it receives a batch of
+ * requests (p2z_dev_queue_plug()), so that the batch's device reads go
+ * with one io_uring_enter(), or with the wait of the fast path; its
+ * queue's eventfd is edge-triggered (p2z_dev_queue_edge(), EPOLLET),
+ * never read: a reap costs no system call, and a worker reaps what
+ * completed inside its own calls before it sleeps (p2z_fs_worker_idle()).
+ *
  * Writes of zone files never wait for a predecessor on a worker: one
  * that would is parked in the zone's sequencer (fs_file.c), and a
  * sequential zone's write whose turn came is submitted on the worker's
@@ -177,10 +185,8 @@ static bool p2z_fs_worker_settle(struct p2z_fs_worker *w)
 	if (p2z_dev_queue_inflight(w->q) != 1 || w->deferred ||
 	    __atomic_load_n(&w->loop->reads, __ATOMIC_RELAXED) > 1)
 		return false;
+	/* Sends the read held back by the plug and waits: one system call. */
 	p2z_dev_queue_reap(w->q, 1);
-	/* Clears the eventfd: nothing is left to signal it again. */
-	if (!p2z_dev_queue_inflight(w->q))
-		p2z_dev_queue_reap(w->q, 0);
 	p2z_fs_worker_count(w);
 	return true;
 }
@@ -224,18 +230,45 @@ static bool p2z_fs_worker_receive_one(struct p2z_fs_loop *lp,
 
 /*
  * Serve the requests waiting, up to P2Z_FS_LOOP_BATCH (one epoll_wait()
- * each would cost a system call per request), reaping in between.
+ * each would cost a system call per request), reaping in between, with
+ * the queue plugged: their device reads go at the end, together.
  */
 static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 				  struct p2z_fs_worker *w)
 {
 	unsigned int i;
+	int ret;
 
+	p2z_dev_queue_plug(w->q, true);
 	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred &&
 		    !p2z_zone_write_unsettled();
 	     i++)
 		if (!p2z_fs_worker_receive_one(lp, w))
 			break;
+	ret = p2z_dev_queue_plug(w->q, false);
+	if (ret) {
+		/* Left on the ring: a reap that waits sends them. */
+		p2z_log(LOG_ERR, "submitting device reads: %s; waiting",
+			strerror(-ret));
+		p2z_fs_worker_drain(w);
+	}
+	p2z_dev_queue_reap(w->q, 0);
+}
+
+/*
+ * Before sleeping: answer what completed inside the worker's own calls
+ * (they signal nothing, p2z_dev_queue_edge()), finish the failed requests
+ * and the expired parked writes, until nothing of that is left.
+ */
+static void p2z_fs_worker_idle(struct p2z_fs_worker *w)
+{
+	do {
+		while (p2z_dev_queue_ready(w->q))
+			p2z_dev_queue_reap(w->q, 0);
+		p2z_fs_worker_run_deferred(w);
+		p2z_fs_worker_expire(w, false);
+	} while (p2z_dev_queue_ready(w->q));
+	p2z_fs_worker_count(w);
 }
 
 static int p2z_fs_epoll_add(int epfd, int fd, uint32_t events, uint32_t tag)
@@ -255,9 +288,11 @@ static void *p2z_fs_worker_run(void *arg)
 
 	/* A queue is its opener's (nvme and zbd rings may be bound to it). */
 	n = p2z_dev_queue_open(lp->fs->zt->dev, P2Z_FS_QUEUE_DEPTH, &w->q);
-	if (!n)
-		n = p2z_fs_epoll_add(w->epfd, p2z_dev_queue_fd(w->q), EPOLLIN,
-				     P2Z_FS_EV_QUEUE);
+	if (!n) {
+		p2z_dev_queue_edge(w->q);
+		n = p2z_fs_epoll_add(w->epfd, p2z_dev_queue_fd(w->q),
+				     EPOLLIN | EPOLLET, P2Z_FS_EV_QUEUE);
+	}
 	if (n) {
 		p2z_log(LOG_ERR, "opening a worker's device queue: %s",
 			strerror(-n));
@@ -268,6 +303,7 @@ static void *p2z_fs_worker_run(void *arg)
 	}
 	p2z_fs_self = w;
 	while (!stop && !fuse_session_exited(lp->se)) {
+		p2z_fs_worker_idle(w);
 		n = epoll_wait(w->epfd, ev, 4, P2Z_FS_LOOP_TICK_MS);
 		if (n < 0 && errno != EINTR) {
 			p2z_log(LOG_ERR, "epoll_wait: %s", strerror(errno));
@@ -282,9 +318,6 @@ static void *p2z_fs_worker_run(void *arg)
 			else
 				stop = true;
 		}
-		p2z_fs_worker_run_deferred(w);
-		p2z_fs_worker_expire(w, false);
-		p2z_fs_worker_count(w);
 	}
 	eventfd_write(lp->stop_fd, 1);
 	p2z_fs_worker_drain(w);

@@ -294,6 +294,36 @@ int p2z_ring_queue_reap(struct p2z_qring *qr, bool wait, const char *name,
 	}
 }
 
+struct p2z_qring *p2z_ring_queue_self(void *bq)
+{
+	return bq;
+}
+
+void p2z_ring_queue_plug(struct p2z_qring *qr)
+{
+	if (!qr->shared)
+		qr->plugged = true;
+}
+
+int p2z_ring_queue_unplug(struct p2z_qring *qr)
+{
+	int ret;
+
+	qr->plugged = false;
+	if (qr->shared || !io_uring_sq_ready(qr->ring))
+		return 0;
+	do {
+		ret = io_uring_submit(qr->ring);
+	} while (ret == -EINTR);
+	return ret < 0 ? ret : 0;
+}
+
+void p2z_ring_queue_quiet(struct p2z_qring *qr, bool quiet)
+{
+	if (!qr->shared)
+		io_uring_cq_eventfd_toggle(qr->ring, !quiet);
+}
+
 int p2z_ring_queue_complete(struct p2z_qring *qr,
 			    const struct io_uring_cqe *cqe,
 			    void (*done)(void *arg, struct p2z_io *io,
@@ -331,10 +361,11 @@ void p2z_ring_queue_close(struct p2z_qring *qr)
 
 int p2z_ring_queue_submit(struct p2z_qring *qr, struct io_uring_sqe *sqe)
 {
-	if (!qr->shared)
-		return p2z_ring_submit_one(qr->ring, sqe);
-	sqe->user_data |= qr->tag;
-	return 0;
+	if (qr->shared) {
+		sqe->user_data |= qr->tag;
+		return 0;
+	}
+	return qr->plugged ? 0 : p2z_ring_submit_one(qr->ring, sqe);
 }
 
 int p2z_ring_submit_one(struct io_uring *ring, struct io_uring_sqe *sqe)
@@ -354,13 +385,13 @@ int p2z_ring_submit_one(struct io_uring *ring, struct io_uring_sqe *sqe)
 void p2z_ring_wait(struct io_uring *ring, const char *name)
 {
 	const struct timespec pause = { .tv_nsec = 1000000 };
-	struct io_uring_cqe *cqe;
 	bool told = false;
 	int ret;
 
 	for (;;) {
-		ret = io_uring_wait_cqe(ring, &cqe);
-		if (!ret || ret == -EINTR)
+		/* One system call sends the SQEs held back and waits. */
+		ret = io_uring_submit_and_wait(ring, 1);
+		if (ret >= 0 || ret == -EINTR || io_uring_cq_ready(ring))
 			return;
 		if (!told)
 			p2z_log(LOG_ERR,

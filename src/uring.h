@@ -147,11 +147,14 @@ void p2z_ring_reap(struct p2z_ring *r, struct io_uring_cqe **cqe);
  * @shared: @ring belongs to the caller of p2z_ring_queue_share(): its owner
  *	    submits the SQEs left on it and feeds this queue the completions
  *	    tagged @tag (p2z_ring_queue_complete()); never waited on here
+ * @plugged: SQEs stay on @ring until p2z_ring_queue_unplug() or a reap
+ *	     that waits (p2z_ring_queue_plug())
  */
 struct p2z_qring {
 	struct io_uring *ring;
 	uint64_t tag;
 	bool shared;
+	bool plugged;
 };
 
 /**
@@ -180,12 +183,54 @@ int p2z_ring_queue_open(unsigned int depth, unsigned int setup_flags, int efd,
 int p2z_ring_queue_share(struct io_uring *ring, unsigned int setup_flags,
 			 uint64_t tag, struct p2z_qring **qrp);
 
+/**
+ * p2z_ring_queue_plug() - hold a queue's SQEs back, to send many with one
+ *			   system call
+ * @qr: the queue's ring; nothing for a shared one (its owner submits)
+ *
+ * p2z_ring_queue_submit() then leaves each SQE on the ring; a reap that
+ * waits sends them with its wait, p2z_ring_queue_unplug() sends them.
+ */
+void p2z_ring_queue_plug(struct p2z_qring *qr);
+
+/**
+ * p2z_ring_queue_unplug() - send the SQEs held back, submit at once again
+ * @qr: the queue's ring
+ *
+ * Return: 0, or -errno of io_uring_enter(): the SQEs stay on the ring, and
+ * the next reap that waits sends them.
+ */
+int p2z_ring_queue_unplug(struct p2z_qring *qr);
+
+/**
+ * p2z_ring_queue_quiet() - stop or restart the ring's eventfd signals
+ * @qr: the queue's ring; nothing for a shared one (it has no eventfd)
+ * @quiet: true: completions no longer signal the eventfd
+ *	   (IORING_CQ_EVENTFD_DISABLED); false: they do again
+ *
+ * The flag is read by the kernel without a barrier against the caller's
+ * look at the completion queue: restarting the signals while commands are
+ * in flight may miss one, so the caller restarts them with nothing in
+ * flight, or signals the eventfd itself.
+ */
+void p2z_ring_queue_quiet(struct p2z_qring *qr, bool quiet);
+
+/**
+ * p2z_ring_queue_self() - the ring of a backend queue that is a bare
+ *			   struct p2z_qring (its @queue_qring op)
+ * @bq: the backend's queue state
+ *
+ * Return: @bq.
+ */
+struct p2z_qring *p2z_ring_queue_self(void *bq);
+
 struct p2z_io;
 
 /**
  * p2z_ring_queue_reap() - complete what a queue's ring has completed
  * @qr: the queue's ring; a shared one completes nothing here (0)
- * @wait: wait for one completion if none is there
+ * @wait: wait for one completion if none is there, sending the SQEs held
+ *	  back (p2z_ring_queue_plug()) with the wait
  * @name: device, for the message if a wait fails
  * @done: the backend's part: fill @io's result from @cqe (called before the
  *	  CQE is released)
@@ -271,10 +316,11 @@ int p2z_ring_submit_one(struct io_uring *ring, struct io_uring_sqe *sqe);
 /**
  * p2z_ring_wait() - wait until a completion is in the completion queue,
  *		     and leave it there
- * @ring: ring with a command in flight
+ * @ring: ring with a command in flight, or one left on it
  * @name: device, for the message if the wait fails
  *
- * Never gives up, as p2z_ring_reap().
+ * Sends the SQEs left on @ring (p2z_ring_queue_plug()) with the wait, in
+ * one io_uring_enter(). Never gives up, as p2z_ring_reap().
  */
 void p2z_ring_wait(struct io_uring *ring, const char *name);
 

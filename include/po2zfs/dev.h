@@ -269,7 +269,11 @@ struct p2z_io {
  *		   user_data carrying @tag; no eventfd (p2z_dev_queue_open_on())
  * @complete: with @queue_init_on: complete the piece of one of @ring's
  *	      completions carrying the tag, as @reap does; 1, or 0 for none
+ * @queue_qring: optional: the queue's ring (uring.h), for plugging and
+ *		 quieting it (p2z_dev_queue_plug(), p2z_dev_queue_edge())
  */
+struct p2z_qring;
+
 struct p2z_dev_ops {
 	const char *name;
 	bool fua;
@@ -299,6 +303,7 @@ struct p2z_dev_ops {
 			     struct io_uring *ring, uint64_t tag, void **bqp);
 	int (*complete)(struct p2z_dev *dev, void *bq,
 			const struct io_uring_cqe *cqe);
+	struct p2z_qring *(*queue_qring)(void *bq);
 };
 
 /**
@@ -513,6 +518,46 @@ int p2z_dev_submit(struct p2z_dev_queue *q, struct p2z_io *io);
  * Return: number of end_io calls made, or -errno.
  */
 int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait);
+
+/**
+ * p2z_dev_queue_plug() - hold submissions back, to send many at once
+ * @q: queue
+ * @plug: true: the ios submitted from now on stay in the queue's ring
+ *	  until p2z_dev_queue_plug(@q, false), which sends them all with
+ *	  one system call, or a p2z_dev_queue_reap() that waits, which sends
+ *	  them with its wait
+ *
+ * As the block layer's plug: a caller that receives a batch of requests
+ * plugs, submits each, and unplugs before it sleeps. Nothing changes for
+ * a queue without a ring of its own (the worker pool, a given ring).
+ *
+ * Return: 0, or -errno when unplugging could not send them (they stay;
+ * a reap that waits sends them).
+ */
+int p2z_dev_queue_plug(struct p2z_dev_queue *q, bool plug);
+
+/**
+ * p2z_dev_queue_edge() - make the queue's fd edge-triggered
+ * @q: queue opened by p2z_dev_queue_open(), by the thread that owns it
+ *
+ * For an owner sleeping in epoll (EPOLLET on p2z_dev_queue_fd()):
+ * afterwards no call on the queue reads or writes its eventfd, so that a
+ * reap costs no system call. The eventfd is written by completions
+ * arriving from outside the owner's calls (the kernel's, the worker
+ * pool's), except while a p2z_dev_queue_reap() waits for every io in
+ * flight (the ring's signals are off then), and never cleared. An io
+ * completed inside the owner's own calls (in a submit) signals nothing:
+ * before it sleeps, the owner reaps while p2z_dev_queue_ready().
+ */
+void p2z_dev_queue_edge(struct p2z_dev_queue *q);
+
+/**
+ * p2z_dev_queue_ready() - whether completed ios wait for their end_io
+ * @q: queue
+ *
+ * Return: true if ios completed inside the owner's calls wait for a reap.
+ */
+bool p2z_dev_queue_ready(struct p2z_dev_queue *q);
 
 /**
  * p2z_dev_queue_open_on() - open a submission queue whose commands go on a

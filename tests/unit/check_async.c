@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <unistd.h>
 
 #include <liburing.h>
@@ -24,6 +25,7 @@
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
 #include "emu_priv.h"
+#include "uring.h"
 
 #define LBA 512U
 #define XFER (8U * LBA)
@@ -1076,6 +1078,126 @@ static void emu_native(unsigned int flags, unsigned int cflags)
 	p2z_dev_close(dev);
 }
 
+/*
+ * A plugged ring keeps its SQEs until it is unplugged (one io_uring_enter
+ * for all) or a reap that waits sends them; a shared ring has no plug.
+ */
+START_TEST(test_ring_plug)
+{
+	struct io_uring_cqe *cqe;
+	struct p2z_qring *qr;
+	int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	unsigned int i;
+
+	ck_assert_int_ge(efd, 0);
+	ck_assert_int_eq(p2z_ring_queue_open(8, 0, efd, &qr), 0);
+	p2z_ring_queue_plug(qr);
+	for (i = 0; i < 3; i++) {
+		struct io_uring_sqe *sqe = io_uring_get_sqe(qr->ring);
+
+		ck_assert_ptr_nonnull(sqe);
+		io_uring_prep_nop(sqe);
+		io_uring_sqe_set_data(sqe, NULL);
+		ck_assert_int_eq(p2z_ring_queue_submit(qr, sqe), 0);
+	}
+	ck_assert_uint_eq(io_uring_sq_ready(qr->ring), 3);
+	ck_assert_uint_eq(io_uring_cq_ready(qr->ring), 0);
+	ck_assert_int_eq(p2z_ring_queue_unplug(qr), 0);
+	ck_assert_uint_eq(io_uring_sq_ready(qr->ring), 0);
+	ck_assert_int_eq(io_uring_wait_cqe_nr(qr->ring, &cqe, 3), 0);
+	io_uring_cq_advance(qr->ring, 3);
+	/* unplugged: at once */
+	ck_assert_int_eq(p2z_ring_queue_submit(qr, io_uring_get_sqe(qr->ring)),
+			 0);
+	ck_assert_uint_eq(io_uring_sq_ready(qr->ring), 0);
+	p2z_ring_queue_close(qr);
+	close(efd);
+}
+END_TEST
+
+/*
+ * p2z_dev_queue_plug() on emu's ring: 16 reads submitted while plugged are
+ * not sent (nothing completes, however long a reap without wait looks),
+ * unplugging sends them; on an edge queue (p2z_dev_queue_edge()) the
+ * kernel's signals make the eventfd readable and no reap clears it; a reap
+ * waiting for the one read in flight sends it with its wait and quiets the
+ * ring (no signal); a write completed inside submit signals nothing and
+ * waits on p2z_dev_queue_ready() until a reap.
+ */
+START_TEST(test_emu_plug_edge)
+{
+	struct p2z_dev *dev = emu_dev(0);
+	struct p2z_dev_queue *q = qopen(dev, 16);
+	unsigned char *w = emu_buf(16 * 4096), *r = emu_buf(16 * 4096);
+	struct pollfd pfd = { .events = POLLIN };
+	unsigned int calls = 0, i;
+	struct p2z_io io[16];
+	eventfd_t cnt;
+
+	for (i = 0; i < 16 * LBA; i++)
+		w[i] = pattern(i);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, w, 16 * LBA, ZONE_LBA * LBA, 0),
+			 (ssize_t)(16 * LBA));
+	p2z_dev_queue_edge(q);
+	pfd.fd = p2z_dev_queue_fd(q);
+	ck_assert_int_eq(p2z_dev_queue_plug(q, true), 0);
+	memset(r, 0xff, 16 * 4096);
+	for (i = 0; i < 16; i++) {
+		emu_read_io(&io[i], r, i, &calls);
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+	}
+	for (i = 0; i < 100; i++)
+		ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 0);
+	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 16);
+	ck_assert_int_eq(p2z_dev_queue_plug(q, false), 0);
+	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
+	while (calls < 16)
+		ck_assert_int_ge(p2z_dev_queue_reap(q, 1), 1);
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(io[i].ret, (ssize_t)LBA);
+		ck_assert_mem_eq(r + i * 4096, w + i * LBA, LBA);
+	}
+	/* edge: the reaps left the eventfd as the kernel wrote it */
+	ck_assert_int_eq(poll(&pfd, 1, 0), 1);
+	ck_assert_int_eq(eventfd_read(pfd.fd, &cnt), 0);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+
+	/* plugged, one read: the waiting reap sends it, quietly */
+	calls = 0;
+	ck_assert_int_eq(p2z_dev_queue_plug(q, true), 0);
+	emu_read_io(&io[0], r, 3, &calls);
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
+	ck_assert_int_eq(p2z_dev_queue_plug(q, false), 0);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert_int_eq(io[0].ret, (ssize_t)LBA);
+	ck_assert_mem_eq(r + 3 * 4096, w + 3 * LBA, LBA);
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+
+	/* completed inside submit: no signal, ready until reaped */
+	io[0] = (struct p2z_io){ .op = P2Z_IO_WRITE,
+				 .buf = w,
+				 .len = LBA,
+				 .ofs = ZONE_LBA * LBA + 16 * LBA,
+				 .end_io = count_end_io,
+				 .private = &calls };
+	calls = 0;
+	ck_assert(!p2z_dev_queue_ready(q));
+	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
+	ck_assert_uint_eq(calls, 0);
+	ck_assert(p2z_dev_queue_ready(q));
+	ck_assert_int_eq(poll(&pfd, 1, 0), 0);
+	ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 1);
+	ck_assert_uint_eq(calls, 1);
+	ck_assert(!p2z_dev_queue_ready(q));
+	ck_assert_int_eq(io[0].ret, (ssize_t)LBA);
+	p2z_dev_queue_close(q);
+	free(w);
+	free(r);
+	p2z_dev_close(dev);
+}
+END_TEST
+
 START_TEST(test_emu_native_ring)
 {
 	emu_native(0, 0);
@@ -1297,6 +1419,8 @@ static Suite *async_suite(void)
 	tcase_add_test(tc, test_emu_native_ring);
 	tcase_add_test(tc, test_emu_native_ring_direct);
 	tcase_add_test(tc, test_emu_native_volatile_cache);
+	tcase_add_test(tc, test_ring_plug);
+	tcase_add_test(tc, test_emu_plug_edge);
 	tcase_add_test(tc, test_queue_hold_fd_ring);
 	tcase_add_test(tc, test_queue_hold_fd_pool);
 	tcase_add_test(tc, test_queue_on_ring);
