@@ -4,7 +4,7 @@
 # The daemon's cost per request, two builds side by side: system calls
 # and CPU time of the po2zfs process (perf stat -p) over fio 4k random
 # reads on a zone file of an emu image mounted -o direct: QD1 (psync),
-# io_uring QD16, 4 psync readers. Rounds interleave the builds.
+# io_uring QD16, 4 psync readers, 4 buffered psync readers. Rounds interleave the builds.
 #
 #   contrib/bench/cost.sh OLD_BUILD NEW_BUILD [ROUNDS]    # as root
 #
@@ -71,6 +71,8 @@ one() {
 	job "$tag" qd16 "$pid" 1 --filename="$dir/m/seq/0" \
 		--ioengine=io_uring --iodepth=16
 	job "$tag" 4psync "$pid" 4 --filename="$dir/m/seq/0" --ioengine=psync
+	job "$tag" 4buf "$pid" 4 --filename="$dir/m/seq/0" --ioengine=psync \
+		--direct=0 --invalidate=1
 	umount "$dir/m"
 	wait "$pid"
 }
