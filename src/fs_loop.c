@@ -24,8 +24,9 @@
  *
  * The fast path (p2z_fs_worker_settle()): a worker left with exactly one
  * read in flight waits for it on its queue and answers it at once, then
- * reads /dev/fuse again, instead of an epoll_wait() round trip through
- * the queue's eventfd per request.
+ * sleeps in epoll_wait() until the next request, instead of a round trip
+ * through the queue's eventfd for the completion and a /dev/fuse read
+ * that finds nothing after it.
  *
  * System calls per request (what this loop costs beyond FUSE's own read
  * and reply): a worker plugs its queue while it receives a batch of
@@ -172,10 +173,10 @@ static void p2z_fs_worker_count(struct p2z_fs_worker *w)
  * in flight in the loop (a lone synchronous reader; the count lags, which
  * costs at most a fast path taken or missed): a read alone on the queue
  * is waited for right here (a device read, never another thread:
- * the drain rule holds) and answered, and the eventfd its completion
- * signalled is cleared, so that a queue-depth-1 reader costs no
- * epoll_wait() round trip for the completion; the caller then reads
- * /dev/fuse again. With more reads in flight the completions come through
+ * the drain rule holds) and answered, the ring's eventfd signals quieted
+ * meanwhile (p2z_dev_queue_edge()), so that a queue-depth-1 reader costs
+ * no epoll_wait() round trip for the completion; the caller then ends
+ * its batch. With more reads in flight the completions come through
  * epoll, and requests waiting are received first (batched submissions).
  * Return: whether it answered a read.
  */
@@ -199,15 +200,20 @@ static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
 
 /*
  * Receive and serve one request; false: nothing more now (or the end).
- * Nothing waiting, the fast path may answer a read (true: look again).
+ * Nothing waiting, the fast path may answer a read. After it answered
+ * one, the batch ends too: a lone reader's next request comes only after
+ * the answer, so a /dev/fuse read now would find nothing (one system call
+ * per request), where epoll_wait() sleeps until it is there.
  */
 static bool p2z_fs_worker_receive_one(struct p2z_fs_loop *lp,
 				      struct p2z_fs_worker *w)
 {
 	int ret = fuse_session_receive_buf(lp->se, &w->fbuf);
 
-	if (ret == -EAGAIN || ret == -EINTR)
-		return p2z_fs_worker_settle(w);
+	if (ret == -EAGAIN || ret == -EINTR) {
+		p2z_fs_worker_settle(w);
+		return false;
+	}
 	if (ret <= 0 || fuse_session_exited(lp->se)) {
 		/* 0: unmounted (ENODEV) or exited by a signal */
 		if (ret < 0)
@@ -221,7 +227,7 @@ static bool p2z_fs_worker_receive_one(struct p2z_fs_loop *lp,
 	fuse_session_process_buf(lp->se, &w->fbuf);
 	/* A lone reader sends nothing more before its answer: wait for it. */
 	if (p2z_fs_worker_settle(w))
-		return true;
+		return false;
 	if (p2z_dev_queue_inflight(w->q))
 		p2z_dev_queue_reap(w->q, 0);
 	p2z_fs_worker_count(w);
