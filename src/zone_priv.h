@@ -61,6 +61,8 @@ struct p2z_zone {
 	uint64_t seq_gen;
 	unsigned int seq_waiting;
 	unsigned int seq_inflight; /* writes submitted on a device queue */
+	/* CLOCK_MONOTONIC ms of the last end of a write: the hold bound's start */
+	uint64_t seq_progress_ms;
 	/* Parked asynchronous writes (p2z_zone_write_async()), arrival order. */
 	struct p2z_zone_wr *seq_parked;
 	unsigned int seq_nparked;

@@ -8,8 +8,11 @@
  * write in flight. A write arriving
  *  - at the expected offset is started, or queued behind the one in flight;
  *  - ahead of it is held until its predecessors arrived and were written,
- *    or until P2Z_ZONE_HOLD_MS (zone option hold_ms) passed: then it fails
- *    with -EINVAL, as a writer with a gap does on zonefs at once;
+ *    or until the zone made no progress for P2Z_ZONE_HOLD_MS (zone option
+ *    hold_ms) since the write arrived and since the last write of the
+ *    zone ended: then it fails with -EINVAL, as a writer with a gap does
+ *    on zonefs at once. A deep queue of a slow zone keeps its writes: the
+ *    bound is for a predecessor that never comes, not for a long wait;
  *  - behind it fails with -EINVAL at once (zonefs).
  * Appends (O_APPEND) take the next turn, whatever their offset.
  *
@@ -66,6 +69,7 @@ int p2z_zone_seq_init(struct p2z_zone *z)
 	z->seq_waiting = 0;
 	z->seq_parked = NULL;
 	z->seq_nparked = 0;
+	z->seq_progress_ms = 0;
 	return -ret;
 }
 
@@ -74,19 +78,37 @@ void p2z_zone_seq_destroy(struct p2z_zone *z)
 	pthread_cond_destroy(&z->seq_cond);
 }
 
-static void p2z_zone_seq_deadline(const struct p2z_zone_table *zt,
-				  struct timespec *ts)
+static uint64_t p2z_zone_seq_now_ms(void)
 {
-	unsigned int ms = zt->opts.hold_ms ? zt->opts.hold_ms :
-					     P2Z_ZONE_HOLD_MS;
+	struct timespec ts;
 
-	clock_gettime(CLOCK_MONOTONIC, ts);
-	ts->tv_sec += ms / 1000;
-	ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-	if (ts->tv_nsec >= 1000000000L) {
-		ts->tv_sec++;
-		ts->tv_nsec -= 1000000000L;
-	}
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static unsigned int p2z_zone_seq_hold_ms(const struct p2z_zone_table *zt)
+{
+	return zt->opts.hold_ms ? zt->opts.hold_ms : P2Z_ZONE_HOLD_MS;
+}
+
+/*
+ * When a write held since @since_ms expires: the hold bound after the
+ * later of its arrival and the zone's last progress. z->lock held.
+ */
+static uint64_t __p2z_zone_seq_expiry(const struct p2z_zone_table *zt,
+				      const struct p2z_zone *z,
+				      uint64_t since_ms)
+{
+	uint64_t t = since_ms > z->seq_progress_ms ? since_ms :
+						     z->seq_progress_ms;
+
+	return t + p2z_zone_seq_hold_ms(zt);
+}
+
+static void p2z_zone_seq_timespec(uint64_t ms, struct timespec *ts)
+{
+	ts->tv_sec = (time_t)(ms / 1000);
+	ts->tv_nsec = (long)(ms % 1000) * 1000000L;
 }
 
 /*
@@ -152,7 +174,7 @@ int __p2z_zone_seq_enter(struct p2z_zone_table *zt, struct p2z_zone *z,
 {
 	struct timespec ts = { 0 };
 	bool timed = false, expired = false, held;
-	uint64_t gen;
+	uint64_t gen, since_ms = 0;
 	int ret;
 
 	pthread_mutex_lock(&z->lock);
@@ -174,10 +196,16 @@ int __p2z_zone_seq_enter(struct p2z_zone_table *zt, struct p2z_zone *z,
 			break;
 		}
 		if (held && !timed) {
-			p2z_zone_seq_deadline(zt, &ts);
+			since_ms = p2z_zone_seq_now_ms();
 			timed = true;
 		}
-		if (__p2z_zone_seq_wait(z, held ? &ts : NULL) == -ETIMEDOUT)
+		if (held)
+			p2z_zone_seq_timespec(
+				__p2z_zone_seq_expiry(zt, z, since_ms), &ts);
+		/* Timed out with no progress since: the bound passed. */
+		if (__p2z_zone_seq_wait(z, held ? &ts : NULL) == -ETIMEDOUT &&
+		    p2z_zone_seq_now_ms() >=
+			    __p2z_zone_seq_expiry(zt, z, since_ms))
 			expired = true;
 	}
 	/* The checks of a write, now at the write pointer. */
@@ -195,6 +223,7 @@ void p2z_zone_seq_leave(struct p2z_zone *z, bool failed)
 {
 	pthread_mutex_lock(&z->lock);
 	z->seq_busy = false;
+	z->seq_progress_ms = p2z_zone_seq_now_ms();
 	if (failed)
 		z->seq_gen++;
 	pthread_cond_broadcast(&z->seq_cond);
@@ -246,14 +275,6 @@ unsigned int p2z_zone_seq_waiting(struct p2z_zone_table *zt, uint64_t zidx)
 	return n;
 }
 
-static uint64_t p2z_zone_seq_now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
-}
-
 static void p2z_zone_seq_fail_list(struct p2z_zone_wr *wr)
 {
 	while (wr) {
@@ -282,14 +303,12 @@ static void __p2z_zone_seq_park(struct p2z_zone_table *zt, struct p2z_zone *z,
 				struct p2z_zone_wr *wr)
 {
 	struct p2z_zone_wr **pp = &z->seq_parked;
-	unsigned int ms = zt->opts.hold_ms ? zt->opts.hold_ms :
-					     P2Z_ZONE_HOLD_MS;
 
 	while (*pp)
 		pp = &(*pp)->next;
 	wr->next = NULL;
 	wr->gen = z->seq_gen;
-	wr->deadline_ms = p2z_zone_seq_now_ms() + ms;
+	wr->since_ms = p2z_zone_seq_now_ms();
 	*pp = wr;
 	z->seq_nparked++;
 	atomic_fetch_add(&zt->priv->nr_parked, 1);
@@ -544,7 +563,8 @@ unsigned int p2z_zone_seq_expire(struct p2z_zone_table *zt, bool all)
 		while (*pp) {
 			struct p2z_zone_wr *wr = *pp;
 
-			if (!all && now < wr->deadline_ms) {
+			if (!all &&
+			    now < __p2z_zone_seq_expiry(zt, z, wr->since_ms)) {
 				pp = &wr->next;
 				continue;
 			}

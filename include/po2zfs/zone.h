@@ -57,8 +57,9 @@ enum p2z_errors {
  *	       nor call into the table.
  * @on_rdonly_arg: argument of @on_rdonly
  * @hold_ms: how long a write ahead of a sequential zone's expected offset
- *	     waits for its predecessors before it fails with -EINVAL
- *	     (see p2z_zone_write()); 0: P2Z_ZONE_HOLD_MS
+ *	     waits for its predecessors, with no write of the zone ending
+ *	     meanwhile, before it fails with -EINVAL (see p2z_zone_write());
+ *	     0: P2Z_ZONE_HOLD_MS
  */
 struct p2z_zone_opts {
 	enum p2z_errors errors;
@@ -70,7 +71,7 @@ struct p2z_zone_opts {
 	unsigned int hold_ms;
 };
 
-/* Default bound of a write held ahead of its predecessors, milliseconds. */
+/* Default bound of a write held ahead of its predecessors with no progress, ms. */
 #define P2Z_ZONE_HOLD_MS 1000U
 
 /* struct p2z_zone_state.flags */
@@ -392,8 +393,9 @@ ssize_t p2z_zone_read(struct p2z_zone_table *zt, uint64_t zidx, void *buf,
  *
  * Concurrent writes of one sequential zone are sequenced (zone_seq.c): one
  * at the device at a time, in offset order. A write ahead of the write
- * pointer plus the write in flight waits for its predecessors up to
- * @zt->opts.hold_ms; one behind it fails at once.
+ * pointer plus the write in flight waits for its predecessors until the
+ * zone made no progress (no write of it ended) for @zt->opts.hold_ms since
+ * it arrived; one behind it fails at once.
  *
  * Return: bytes written (short if the write crosses the capacity), or
  * -EPERM (zone read-only or offline), -EROFS (table read-only), -EFBIG
@@ -435,7 +437,7 @@ ssize_t p2z_zone_write(struct p2z_zone_table *zt, uint64_t zidx,
  * @held: private to the sequencer (@hold ran); false to begin with
  * @next: private to the sequencer
  * @gen: private to the sequencer
- * @deadline_ms: private to the sequencer
+ * @since_ms: private to the sequencer (when it was parked)
  * @ret: private to the sequencer
  */
 struct p2z_zone_wr {
@@ -454,7 +456,7 @@ struct p2z_zone_wr {
 	bool held;
 	struct p2z_zone_wr *next;
 	uint64_t gen;
-	uint64_t deadline_ms;
+	uint64_t since_ms;
 	ssize_t ret;
 };
 
@@ -470,8 +472,8 @@ struct p2z_zone_wr {
  * reset or finish) is parked instead (@wr->hold runs) and this returns
  * at once: the thread that writes its predecessor then writes it and runs
  * its @done; a failed predecessor or a reset/finish runs it with -EIO; a
- * parked write still ahead after @zt->opts.hold_ms gets -EINVAL from
- * p2z_zone_seq_expire(). Conventional zones are written synchronously.
+ * parked write still ahead once the zone made no progress for
+ * @zt->opts.hold_ms gets -EINVAL from p2z_zone_seq_expire(). Conventional zones are written synchronously.
  *
  * With @wr->q, nothing is written by the calling thread: the write whose
  * turn came is submitted on @wr->q and this returns; its completion ends

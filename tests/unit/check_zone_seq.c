@@ -442,6 +442,83 @@ START_TEST(test_aseq_missing_predecessor)
 }
 END_TEST
 
+/*
+ * The hold bound counts from the zone's last progress: a parked write
+ * whose zone keeps ending writes is not failed however long it waited
+ * (a deep queue of a slow zone, func/0120 on a loaded guest), and is once
+ * the zone made no progress for the bound. Time is set, not waited for.
+ */
+START_TEST(test_aseq_hold_counts_progress)
+{
+	struct p2z_zone *zn;
+	struct awr a, b;
+	uint64_t z, l, t;
+
+	seq_setup(_i, 1000);
+	z = seq_zone(0);
+	zn = &fx.zt->zones[z];
+	l = lba();
+	awr_submit(&a, z, 2 * l, l, false);
+	ck_assert_uint_eq(a.done, 0);
+	/* a write of the zone ends: the zone's progress is now */
+	t = now_ms();
+	ck_assert_int_eq(put(z, 0, l), l);
+	pthread_mutex_lock(&zn->lock);
+	ck_assert_uint_ge(zn->seq_progress_ms, t);
+	ck_assert_uint_le(zn->seq_progress_ms, now_ms());
+	/* parked 5 s ago, progress now: kept */
+	a.wr.since_ms = now_ms() - 5000;
+	pthread_mutex_unlock(&zn->lock);
+	ck_assert_uint_eq(p2z_zone_seq_expire(fx.zt, false), 0);
+	ck_assert_uint_eq(a.done, 0);
+	/* its predecessor comes: written in order */
+	ck_assert_int_eq(put(z, l, l), l);
+	ck_assert_uint_eq(a.done, 1);
+	ck_assert_int_eq(a.ret, l);
+	ck_assert_uint_eq(dev_wp(z), 3 * l);
+	check_zone_data(z, 3 * l);
+	/* a gap, and no progress for 5 s: failed */
+	awr_submit(&b, z, 4 * l, l, false);
+	ck_assert_uint_eq(b.done, 0);
+	pthread_mutex_lock(&zn->lock);
+	b.wr.since_ms = now_ms() - 5000;
+	zn->seq_progress_ms = now_ms() - 5000;
+	pthread_mutex_unlock(&zn->lock);
+	ck_assert_uint_eq(p2z_zone_seq_expire(fx.zt, false), 1);
+	ck_assert_uint_eq(b.done, 1);
+	ck_assert_int_eq(b.ret, -EINVAL);
+	ck_assert_uint_eq(dev_wp(z), 3 * l);
+}
+END_TEST
+
+/*
+ * The blocking form likewise: a writer held ahead for longer than the
+ * bound (1 s) while the zone's other writes end every ~100 ms is written,
+ * not failed.
+ */
+START_TEST(test_seq_hold_counts_progress)
+{
+	struct writer w;
+	uint64_t z, l, i, t;
+
+	seq_setup(_i, 1000);
+	z = seq_zone(0);
+	l = lba();
+	writer_start(&w, z, 16 * l, l, 1);
+	t = now_ms();
+	for (i = 0; i < 16; i++) {
+		/* polled, bounded: the spacing is what is under test */
+		while (now_ms() - t < 100 * (i + 1))
+			sched_yield();
+		ck_assert_int_eq(put(z, i * l, l), l);
+	}
+	ck_assert_uint_ge(now_ms() - t, 1500);
+	ck_assert_int_eq(writer_join(&w), l);
+	ck_assert_uint_eq(dev_wp(z), 17 * l);
+	check_zone_data(z, 17 * l);
+}
+END_TEST
+
 /* The predecessor (a blocking write) fails: the parked one gets EIO. */
 START_TEST(test_aseq_error_in_middle)
 {
@@ -740,6 +817,8 @@ static Suite *zone_seq_suite(void)
 	tcase_add_loop_test(tc, test_seq_interleaved, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_out_of_order, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_missing_predecessor, 0, 2);
+	tcase_add_loop_test(tc, test_aseq_hold_counts_progress, 0, 2);
+	tcase_add_loop_test(tc, test_seq_hold_counts_progress, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_error_in_middle, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_reset_parked, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_submitted, 0, 2);
