@@ -980,6 +980,46 @@ static void emu_read_io(struct p2z_io *io, unsigned char *r, unsigned int i,
 			       .private = calls };
 }
 
+/* Zone 1's first 16 LBAs written with the pattern of w, synchronously. */
+static void emu_write16(struct p2z_dev *dev, unsigned char *w)
+{
+	unsigned int i;
+
+	for (i = 0; i < 16 * LBA; i++)
+		w[i] = pattern(i);
+	ck_assert_int_eq(p2z_dev_pwrite(dev, w, 16 * LBA, ZONE_LBA * LBA, 0),
+			 (ssize_t)(16 * LBA));
+}
+
+/* 16 one-LBA reads of them submitted at once, into r poisoned first. */
+static void emu_submit16(struct p2z_dev_queue *q, struct p2z_io *io,
+			 unsigned char *r, unsigned int *calls)
+{
+	unsigned int i;
+
+	memset(r, 0xff, 16 * 4096);
+	*calls = 0;
+	for (i = 0; i < 16; i++) {
+		emu_read_io(&io[i], r, i, calls);
+		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
+	}
+}
+
+/* Reap until the 16 reads completed; each read its LBA of w exactly. */
+static void emu_reap16(struct p2z_dev_queue *q, const struct p2z_io *io,
+		       const unsigned char *r, const unsigned char *w,
+		       const unsigned int *calls)
+{
+	unsigned int i;
+
+	while (*calls < 16)
+		ck_assert_int_ge(p2z_dev_queue_reap(q, 1), 1);
+	for (i = 0; i < 16; i++) {
+		ck_assert_int_eq(io[i].ret, (ssize_t)LBA);
+		ck_assert_mem_eq(r + i * 4096, w + i * LBA, LBA);
+	}
+}
+
 /*
  * emu has asynchronous ops of its own (emu_async.c): 16 reads submitted
  * at once are all on the queue's ring together (without a volatile cache;
@@ -996,25 +1036,17 @@ static void emu_native(unsigned int flags, unsigned int cflags)
 	struct p2z_dev_queue *q = qopen(dev, 16);
 	unsigned char *w = emu_buf(16 * 4096), *r = emu_buf(16 * 4096);
 	struct pollfd pfd = { .events = POLLIN };
-	unsigned int calls = 0, before, i;
+	unsigned int calls = 0, before;
 	struct p2z_io io[16];
 	ssize_t sync_err;
 
-	for (i = 0; i < 16 * LBA; i++)
-		w[i] = pattern(i);
-	ck_assert_int_eq(p2z_dev_pwrite(dev, w, 16 * LBA, ZONE_LBA * LBA, 0),
-			 (ssize_t)(16 * LBA));
+	emu_write16(dev, w);
 	/* warm up: whatever a first read starts (TSan's own thread) */
 	emu_read_io(&io[0], r, 0, &calls);
 	ck_assert_int_eq(p2z_dev_submit(q, &io[0]), 0);
 	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), 1);
 	before = nr_tasks();
-	memset(r, 0xff, 16 * 4096);
-	calls = 0;
-	for (i = 0; i < 16; i++) {
-		emu_read_io(&io[i], r, i, &calls);
-		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
-	}
+	emu_submit16(q, io, r, &calls);
 	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 16);
 	ck_assert_uint_eq(calls, 0);
 	ck_assert_uint_eq(nr_tasks(), before);
@@ -1022,12 +1054,7 @@ static void emu_native(unsigned int flags, unsigned int cflags)
 			  cflags ? 0 : 16);
 	pfd.fd = p2z_dev_queue_fd(q);
 	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
-	while (calls < 16)
-		ck_assert_int_ge(p2z_dev_queue_reap(q, 1), 1);
-	for (i = 0; i < 16; i++) {
-		ck_assert_int_eq(io[i].ret, (ssize_t)LBA);
-		ck_assert_mem_eq(r + i * 4096, w + i * LBA, LBA);
-	}
+	emu_reap16(q, io, r, w, &calls);
 
 	/* past the write pointer: zeros */
 	memset(r, 0xff, 4 * LBA);
@@ -1134,29 +1161,17 @@ START_TEST(test_emu_plug_edge)
 	struct p2z_io io[16];
 	eventfd_t cnt;
 
-	for (i = 0; i < 16 * LBA; i++)
-		w[i] = pattern(i);
-	ck_assert_int_eq(p2z_dev_pwrite(dev, w, 16 * LBA, ZONE_LBA * LBA, 0),
-			 (ssize_t)(16 * LBA));
+	emu_write16(dev, w);
 	p2z_dev_queue_edge(q);
 	pfd.fd = p2z_dev_queue_fd(q);
 	ck_assert_int_eq(p2z_dev_queue_plug(q, true), 0);
-	memset(r, 0xff, 16 * 4096);
-	for (i = 0; i < 16; i++) {
-		emu_read_io(&io[i], r, i, &calls);
-		ck_assert_int_eq(p2z_dev_submit(q, &io[i]), 0);
-	}
+	emu_submit16(q, io, r, &calls);
 	for (i = 0; i < 100; i++)
 		ck_assert_int_eq(p2z_dev_queue_reap(q, 0), 0);
 	ck_assert_uint_eq(p2z_dev_queue_inflight(q), 16);
 	ck_assert_int_eq(p2z_dev_queue_plug(q, false), 0);
 	ck_assert_int_eq(poll(&pfd, 1, 10000), 1);
-	while (calls < 16)
-		ck_assert_int_ge(p2z_dev_queue_reap(q, 1), 1);
-	for (i = 0; i < 16; i++) {
-		ck_assert_int_eq(io[i].ret, (ssize_t)LBA);
-		ck_assert_mem_eq(r + i * 4096, w + i * LBA, LBA);
-	}
+	emu_reap16(q, io, r, w, &calls);
 	/* edge: the reaps left the eventfd as the kernel wrote it */
 	ck_assert_int_eq(poll(&pfd, 1, 0), 1);
 	ck_assert_int_eq(eventfd_read(pfd.fd, &cnt), 0);
@@ -1303,10 +1318,7 @@ START_TEST(test_queue_on_ring)
 			 0);
 	ck_assert_int_eq(p2z_dev_queue_fd(q), -1);
 	ck_assert_int_eq(p2z_dev_queue_reap(q, 1), -EINVAL);
-	for (i = 0; i < 16 * LBA; i++)
-		w[i] = pattern(i);
-	ck_assert_int_eq(p2z_dev_pwrite(dev, w, 16 * LBA, ZONE_LBA * LBA, 0),
-			 (ssize_t)(16 * LBA));
+	emu_write16(dev, w);
 	memset(r, 0xff, 16 * 4096);
 	for (i = 0; i < 16; i++) {
 		emu_read_io(&io[i], r, i, &calls);

@@ -412,6 +412,19 @@ START_TEST(test_aseq_out_of_order)
 }
 END_TEST
 
+/*
+ * The predecessor at l is written (blocking): the write parked at 2 * l
+ * goes right after it, the zone holds both.
+ */
+static void put_releases(struct awr *a, uint64_t z, uint64_t l)
+{
+	ck_assert_int_eq(put(z, l, l), l);
+	ck_assert_uint_eq(a->done, 1);
+	ck_assert_int_eq(a->ret, l);
+	ck_assert_uint_eq(dev_wp(z), 3 * l);
+	check_zone_data(z, 3 * l);
+}
+
 /* A parked write whose predecessor never comes: EINVAL once expired. */
 START_TEST(test_aseq_missing_predecessor)
 {
@@ -472,11 +485,7 @@ START_TEST(test_aseq_hold_counts_progress)
 	ck_assert_uint_eq(p2z_zone_seq_expire(fx.zt, false), 0);
 	ck_assert_uint_eq(a.done, 0);
 	/* its predecessor comes: written in order */
-	ck_assert_int_eq(put(z, l, l), l);
-	ck_assert_uint_eq(a.done, 1);
-	ck_assert_int_eq(a.ret, l);
-	ck_assert_uint_eq(dev_wp(z), 3 * l);
-	check_zone_data(z, 3 * l);
+	put_releases(&a, z, l);
 	/* a gap, and no progress for 5 s: failed */
 	awr_submit(&b, z, 4 * l, l, false);
 	ck_assert_uint_eq(b.done, 0);
@@ -542,11 +551,7 @@ START_TEST(test_aseq_error_in_middle)
 	/* errors=repair: it goes on, a parked write kicked by a blocking one */
 	awr_submit(&a, z, 2 * l, l, false);
 	ck_assert_uint_eq(a.done, 0);
-	ck_assert_int_eq(put(z, l, l), l);
-	ck_assert_uint_eq(a.done, 1);
-	ck_assert_int_eq(a.ret, l);
-	ck_assert_uint_eq(dev_wp(z), 3 * l);
-	check_zone_data(z, 3 * l);
+	put_releases(&a, z, l);
 }
 END_TEST
 
