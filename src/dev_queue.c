@@ -359,12 +359,13 @@ static unsigned int p2z_q_run_done(struct p2z_dev_queue *q)
 	return n;
 }
 
-/* The queue's own ring, for plugging and quieting, or NULL. */
+/*
+ * The queue's ring, for plugging and quieting, or NULL (the pool). A given
+ * ring (on_ring) is shared: uring.c's plug and quiet leave it alone.
+ */
 static struct p2z_qring *p2z_q_qring(struct p2z_dev_queue *q)
 {
-	return q->aops->queue_qring && !q->on_ring ?
-		       q->aops->queue_qring(q->bq) :
-		       NULL;
+	return q->aops->queue_qring ? q->aops->queue_qring(q->bq) : NULL;
 }
 
 int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait)
@@ -409,10 +410,13 @@ int p2z_dev_queue_reap(struct p2z_dev_queue *q, unsigned int min_wait)
 
 int p2z_dev_queue_plug(struct p2z_dev_queue *q, bool plug)
 {
-	struct p2z_qring *qr = q ? p2z_q_qring(q) : NULL;
+	struct p2z_qring *qr;
 
+	if (!q)
+		return -EINVAL;
+	qr = p2z_q_qring(q);
 	if (!qr)
-		return q ? 0 : -EINVAL;
+		return 0;
 	if (plug) {
 		p2z_ring_queue_plug(qr);
 		return 0;
