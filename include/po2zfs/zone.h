@@ -71,7 +71,7 @@ struct p2z_zone_opts {
 	unsigned int hold_ms;
 };
 
-/* Default bound of a write held ahead of its predecessors with no progress, ms. */
+/* Default hold bound (ms) of a write ahead of its predecessors: no progress. */
 #define P2Z_ZONE_HOLD_MS 1000U
 
 /* struct p2z_zone_state.flags */
@@ -473,7 +473,8 @@ struct p2z_zone_wr {
  * at once: the thread that writes its predecessor then writes it and runs
  * its @done; a failed predecessor or a reset/finish runs it with -EIO; a
  * parked write still ahead once the zone made no progress for
- * @zt->opts.hold_ms gets -EINVAL from p2z_zone_seq_expire(). Conventional zones are written synchronously.
+ * @zt->opts.hold_ms gets -EINVAL from p2z_zone_seq_expire(). Conventional
+ * zones are written synchronously.
  *
  * With @wr->q, nothing is written by the calling thread: the write whose
  * turn came is submitted on @wr->q and this returns; its completion ends
