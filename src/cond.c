@@ -21,3 +21,32 @@ int p2z_cond_init_monotonic(pthread_cond_t *cond)
 	pthread_condattr_destroy(&cattr);
 	return -ret;
 }
+
+/* What a thread runs before it sleeps on another (p2z_cond_on_sleep()). */
+static __thread void (*p2z_cond_hook)(void *);
+static __thread void *p2z_cond_hook_arg;
+
+void p2z_cond_on_sleep(void (*fn)(void *), void *arg)
+{
+	p2z_cond_hook = fn;
+	p2z_cond_hook_arg = arg;
+}
+
+void p2z_cond_sleeping(void)
+{
+	if (p2z_cond_hook)
+		p2z_cond_hook(p2z_cond_hook_arg);
+}
+
+int p2z_cond_wait(pthread_cond_t *cond, pthread_mutex_t *lock)
+{
+	p2z_cond_sleeping();
+	return pthread_cond_wait(cond, lock);
+}
+
+int p2z_cond_timedwait(pthread_cond_t *cond, pthread_mutex_t *lock,
+		       const struct timespec *ts)
+{
+	p2z_cond_sleeping();
+	return pthread_cond_timedwait(cond, lock, ts);
+}

@@ -95,6 +95,9 @@ void p2z_fs_inval(struct p2z_fs *fs, fuse_ino_t ino, off_t off)
 		return;
 	if (off > 0)
 		off -= off % (off_t)fs->page_bytes;
+	/* Dropping pages waits for the reads of them, maybe not received. */
+	if (off >= 0)
+		p2z_cond_sleeping();
 	ret = fuse_lowlevel_notify_inval_inode(fs->se, ino, off, 0);
 	if (ret && ret != -ENOENT)
 		p2z_log(LOG_WARNING, "cannot invalidate inode %llu: %s",

@@ -55,6 +55,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "po2zfs/cond.h"
+
 /* Count the writers of zone files and po2 (see p2z_fs_attr_timeout()). */
 static void p2z_fs_count_writer(struct p2z_fs *fs, const struct p2z_fs_node *n,
 				int by)
@@ -121,8 +123,8 @@ void p2z_fs_wait_releases(struct p2z_fs *fs)
 	}
 	pthread_mutex_lock(&fs->closing_lock);
 	while (fs->nr_closing &&
-	       pthread_cond_timedwait(&fs->closing_cond, &fs->closing_lock,
-				      &end) != ETIMEDOUT)
+	       p2z_cond_timedwait(&fs->closing_cond, &fs->closing_lock, &end) !=
+		       ETIMEDOUT)
 		;
 	pthread_mutex_unlock(&fs->closing_lock);
 }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * The FUSE session loop: P2Z_FS_MAX_THREADS worker threads, each with an
- * epoll set holding the /dev/fuse descriptor (O_NONBLOCK, EPOLLEXCLUSIVE:
- * one sleeping worker wakes per request), the eventfd of its own device
- * queue (p2z_dev_queue_open()) and the loop's stop eventfd. A worker
+ * epoll set holding the eventfd of its own device queue
+ * (p2z_dev_queue_open()), the loop's stop eventfd and, for the receivers,
+ * the /dev/fuse descriptor (O_NONBLOCK, EPOLLEXCLUSIVE: one sleeping
+ * receiver wakes per request). A worker
  * receives a request and processes it; a READ of a zone file or of po2
  * submits its device reads on the worker's queue and returns
  * (fs_file.c), and the worker answers it from the read's completion when
@@ -47,6 +48,22 @@
  * every P2Z_FS_LOOP_TICK_MS) and, at the end, all of them (EIO). po2
  * writes still wait in their worker (hence P2Z_FS_MAX_THREADS workers).
  *
+ * Receivers and spares. Only a few workers receive requests at a time
+ * (one per CPU, at least 2, at most half of them; P2Z_FS_RECEIVERS sets
+ * it): with every worker receiving, each request of a deep queue woke a
+ * sleeping worker of its own, which then cost a wake-up, an epoll_wait()
+ * and a device submission per request, and a /dev/fuse read that found
+ * nothing; few receivers take the requests that arrive while they work in
+ * batches. The others are spares. A receiver about to sleep on another
+ * thread (a write held for its predecessor, a reset waiting for reads,
+ * the release wait, a page invalidation waiting for reads of the pages:
+ * p2z_cond_wait() and p2z_cond_sleeping() run p2z_fs_worker_handoff())
+ * first makes a spare a receiver and stops receiving itself, so that the
+ * requests it may wait for are still received, as io_uring's io-wq wakes
+ * another worker when one blocks; it becomes a spare once it is done.
+ * With no spare left it sleeps as a receiver: as many workers as before
+ * can be waiting at once (see P2Z_FS_MAX_BACKGROUND).
+ *
  * Exit: a signal (fuse_set_signal_handlers()) or the unmount (ENODEV)
  * leaves the session exited; the worker that sees it first wakes the
  * others through the stop eventfd (and every worker looks again at least
@@ -58,12 +75,14 @@
 
 #include <linux/fuse.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "po2zfs/cond.h"
 #include "po2zfs/log.h"
 
 /* Pieces in flight per worker queue. */
@@ -83,6 +102,9 @@ struct p2z_fs_loop {
 	unsigned int reads; /* reads in flight, all queues (atomic, lags) */
 	struct p2z_fs_worker *workers;
 	unsigned int nr;
+	unsigned int receivers; /* receiving at a time (at the start) */
+	pthread_mutex_t spare_lock;
+	struct p2z_fs_worker *spares; /* not receiving, idle or busy */
 };
 
 static __thread struct p2z_fs_worker *p2z_fs_self;
@@ -192,6 +214,68 @@ static bool p2z_fs_worker_settle(struct p2z_fs_worker *w)
 	return true;
 }
 
+static int p2z_fs_worker_listen(struct p2z_fs_worker *w, bool on)
+{
+	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE,
+				  .data.u32 = P2Z_FS_EV_FUSE };
+
+	return epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
+			 fuse_session_fd(w->loop->se), on ? &ev : NULL) ?
+		       -errno :
+		       0;
+}
+
+/* Put w on the spare list unless it receives or is on it. */
+static void p2z_fs_worker_spare(struct p2z_fs_worker *w)
+{
+	struct p2z_fs_loop *lp = w->loop;
+
+	pthread_mutex_lock(&lp->spare_lock);
+	if (!__atomic_load_n(&w->receiver, __ATOMIC_RELAXED) && !w->spare) {
+		w->spare = true;
+		w->next_spare = lp->spares;
+		lp->spares = w;
+	}
+	pthread_mutex_unlock(&lp->spare_lock);
+}
+
+/*
+ * The calling worker is about to sleep on another thread (p2z_cond_on_sleep(),
+ * any lock held): a spare receives in its place, then it stops receiving.
+ * A spare taken off the list is marked a receiver under the list's lock,
+ * so that it does not put itself back on it meanwhile.
+ */
+static void p2z_fs_worker_handoff(void *arg)
+{
+	struct p2z_fs_worker *w = arg, *s;
+	struct p2z_fs_loop *lp = w->loop;
+	int ret;
+
+	if (!__atomic_load_n(&w->receiver, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&lp->spare_lock);
+	s = lp->spares;
+	if (s) {
+		lp->spares = s->next_spare;
+		s->spare = false;
+		__atomic_store_n(&s->receiver, true, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&lp->spare_lock);
+	if (!s)
+		return; /* none left: w sleeps as a receiver */
+	ret = p2z_fs_worker_listen(s, true);
+	if (ret) {
+		p2z_log(LOG_ERR, "a spare worker cannot receive: %s",
+			strerror(-ret));
+		__atomic_store_n(&s->receiver, false, __ATOMIC_RELAXED);
+		p2z_fs_worker_spare(s);
+		return;
+	}
+	/* Failing that, two receive: no harm. */
+	if (!p2z_fs_worker_listen(w, false))
+		__atomic_store_n(&w->receiver, false, __ATOMIC_RELAXED);
+}
+
 static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
 {
 	fuse_session_exit(lp->se);
@@ -247,7 +331,8 @@ static void p2z_fs_worker_receive(struct p2z_fs_loop *lp,
 
 	p2z_dev_queue_plug(w->q, true);
 	for (i = 0; i < P2Z_FS_LOOP_BATCH && !w->deferred &&
-		    !p2z_zone_write_unsettled();
+		    !p2z_zone_write_unsettled() &&
+		    __atomic_load_n(&w->receiver, __ATOMIC_RELAXED);
 	     i++)
 		if (!p2z_fs_worker_receive_one(lp, w))
 			break;
@@ -308,8 +393,11 @@ static void *p2z_fs_worker_run(void *arg)
 		return NULL;
 	}
 	p2z_fs_self = w;
+	p2z_cond_on_sleep(p2z_fs_worker_handoff, w);
 	while (!stop && !fuse_session_exited(lp->se)) {
 		p2z_fs_worker_idle(w);
+		if (!__atomic_load_n(&w->receiver, __ATOMIC_RELAXED))
+			p2z_fs_worker_spare(w);
 		n = epoll_wait(w->epfd, ev, 4, P2Z_FS_LOOP_TICK_MS);
 		if (n < 0 && errno != EINTR) {
 			p2z_log(LOG_ERR, "epoll_wait: %s", strerror(errno));
@@ -319,7 +407,9 @@ static void *p2z_fs_worker_run(void *arg)
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.u32 == P2Z_FS_EV_QUEUE)
 				p2z_dev_queue_reap(w->q, 0);
-			else if (ev[i].data.u32 == P2Z_FS_EV_FUSE)
+			else if (ev[i].data.u32 == P2Z_FS_EV_FUSE &&
+				 __atomic_load_n(&w->receiver,
+						 __ATOMIC_RELAXED))
 				p2z_fs_worker_receive(lp, w);
 			else
 				stop = true;
@@ -329,13 +419,18 @@ static void *p2z_fs_worker_run(void *arg)
 	p2z_fs_worker_drain(w);
 	p2z_fs_worker_run_deferred(w);
 	p2z_fs_worker_expire(w, true);
+	p2z_cond_on_sleep(NULL, NULL);
 	p2z_fs_self = NULL;
 	p2z_dev_queue_close(w->q);
 	return NULL;
 }
 
-/* Everything but the thread: its queue must be opened by itself. */
-static int p2z_fs_worker_init(struct p2z_fs_loop *lp, struct p2z_fs_worker *w)
+/*
+ * Everything but the thread: its queue must be opened by itself. The first
+ * lp->receivers workers receive, the others start as spares.
+ */
+static int p2z_fs_worker_init(struct p2z_fs_loop *lp, struct p2z_fs_worker *w,
+			      unsigned int i)
 {
 	int ret;
 
@@ -343,12 +438,36 @@ static int p2z_fs_worker_init(struct p2z_fs_loop *lp, struct p2z_fs_worker *w)
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0)
 		return -errno;
-	ret = p2z_fs_epoll_add(w->epfd, fuse_session_fd(lp->se),
-			       EPOLLIN | EPOLLEXCLUSIVE, P2Z_FS_EV_FUSE);
+	ret = p2z_fs_epoll_add(w->epfd, lp->stop_fd, EPOLLIN, P2Z_FS_EV_STOP);
+	if (ret)
+		return ret;
+	if (i >= lp->receivers) {
+		p2z_fs_worker_spare(w);
+		return 0;
+	}
+	ret = p2z_fs_worker_listen(w, true);
 	if (!ret)
-		ret = p2z_fs_epoll_add(w->epfd, lp->stop_fd, EPOLLIN,
-				       P2Z_FS_EV_STOP);
+		w->receiver = true;
 	return ret;
+}
+
+/*
+ * One per CPU, at least 2, at most half the workers; P2Z_FS_RECEIVERS (1 to
+ * all of them) sets it for tests and benchmarks.
+ */
+static unsigned int p2z_fs_loop_receivers(unsigned int nr)
+{
+	const char *env = getenv("P2Z_FS_RECEIVERS");
+	long n;
+
+	if (env && *env) {
+		n = strtol(env, NULL, 10);
+		return n < 1 ? 1 : n > (long)nr ? nr : (unsigned int)n;
+	}
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	if (n > (long)nr / 2)
+		n = nr / 2;
+	return n < 2 ? 2 : (unsigned int)n;
 }
 
 static void p2z_fs_worker_exit(struct p2z_fs_worker *w)
@@ -372,11 +491,13 @@ int p2z_fs_loop(struct p2z_fs *fs)
 	if (lp.stop_fd < 0)
 		return -errno;
 	lp.nr = P2Z_FS_MAX_THREADS;
+	lp.receivers = p2z_fs_loop_receivers(lp.nr);
+	pthread_mutex_init(&lp.spare_lock, NULL);
 	lp.workers = calloc(lp.nr, sizeof(*lp.workers));
 	ret = lp.workers ? 0 : -ENOMEM;
 	for (i = 0; !ret && i < lp.nr; i++) {
 		lp.workers[i].epfd = -1;
-		ret = p2z_fs_worker_init(&lp, &lp.workers[i]);
+		ret = p2z_fs_worker_init(&lp, &lp.workers[i], i);
 		if (!ret)
 			ret = -pthread_create(&lp.workers[i].tid, NULL,
 					      p2z_fs_worker_run,
@@ -393,6 +514,7 @@ int p2z_fs_loop(struct p2z_fs *fs)
 	for (i = 0; lp.workers && i < lp.nr && i <= started; i++)
 		p2z_fs_worker_exit(&lp.workers[i]);
 	free(lp.workers);
+	pthread_mutex_destroy(&lp.spare_lock);
 	close(lp.stop_fd);
 	return ret ? ret : __atomic_load_n(&lp.err, __ATOMIC_RELAXED);
 }

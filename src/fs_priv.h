@@ -117,6 +117,9 @@ struct p2z_fs_worker {
 	struct p2z_fs_rd *deferred;
 	struct p2z_fs_rd *defer_tail;
 	unsigned int counted; /* its part of the loop's reads in flight */
+	bool receiver; /* /dev/fuse is in its epoll set (atomic) */
+	bool spare; /* on the loop's spare list (the list's lock) */
+	struct p2z_fs_worker *next_spare;
 };
 
 /*

@@ -15,6 +15,7 @@
 
 #include "zone_priv.h"
 
+#include "po2zfs/cond.h"
 #include "po2zfs/log.h"
 
 static struct p2z_zone *p2z_zone_of(struct p2z_zone_table *zt, uint64_t zidx)
@@ -513,7 +514,7 @@ void __p2z_zone_drain_reads(struct p2z_zone *z)
 {
 	pthread_mutex_lock(&z->lock);
 	while (z->rd_inflight)
-		pthread_cond_wait(&z->rd_cond, &z->lock);
+		p2z_cond_wait(&z->rd_cond, &z->lock);
 	pthread_mutex_unlock(&z->lock);
 }
 
@@ -570,6 +571,7 @@ ssize_t p2z_zone_read_submit(struct p2z_zone_table *zt, struct p2z_dev_queue *q,
 	/* A reset or errors= drain waits: let it see our reads end first. */
 	if (pthread_rwlock_tryrdlock(&z->io_lock)) {
 		p2z_zone_drain_queue(q);
+		p2z_cond_sleeping();
 		pthread_rwlock_rdlock(&z->io_lock);
 	}
 	pthread_mutex_lock(&z->lock);
@@ -807,7 +809,7 @@ void __p2z_zone_seq_idle(struct p2z_zone *z)
 {
 	pthread_mutex_lock(&z->lock);
 	while (z->seq_inflight)
-		pthread_cond_wait(&z->seq_cond, &z->lock);
+		p2z_cond_wait(&z->seq_cond, &z->lock);
 	pthread_mutex_unlock(&z->lock);
 }
 

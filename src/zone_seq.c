@@ -50,6 +50,8 @@
 #include <errno.h>
 #include <time.h>
 
+#include "po2zfs/cond.h"
+
 int p2z_zone_seq_init(struct p2z_zone *z)
 {
 	pthread_condattr_t attr;
@@ -139,9 +141,9 @@ static int __p2z_zone_seq_wait(struct p2z_zone *z, const struct timespec *ts)
 
 	z->seq_waiting++;
 	if (ts)
-		ret = pthread_cond_timedwait(&z->seq_cond, &z->lock, ts);
+		ret = p2z_cond_timedwait(&z->seq_cond, &z->lock, ts);
 	else
-		ret = pthread_cond_wait(&z->seq_cond, &z->lock);
+		ret = p2z_cond_wait(&z->seq_cond, &z->lock);
 	z->seq_waiting--;
 	return -ret;
 }
