@@ -407,12 +407,11 @@ static void *p2z_fs_worker_run(void *arg)
 		for (i = 0; i < n; i++) {
 			if (ev[i].data.u32 == P2Z_FS_EV_QUEUE)
 				p2z_dev_queue_reap(w->q, 0);
-			else if (ev[i].data.u32 == P2Z_FS_EV_FUSE &&
-				 __atomic_load_n(&w->receiver,
+			else if (ev[i].data.u32 == P2Z_FS_EV_STOP)
+				stop = true;
+			else if (__atomic_load_n(&w->receiver,
 						 __ATOMIC_RELAXED))
 				p2z_fs_worker_receive(lp, w);
-			else
-				stop = true;
 		}
 	}
 	eventfd_write(lp->stop_fd, 1);
