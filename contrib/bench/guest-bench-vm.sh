@@ -827,9 +827,14 @@ conc_table() {
 	echo
 	echo "FUSE's bound (p2z_nullfs, the same jobs; null: po2zfs's" \
 		"settings, no async direct I/O; null adio: with" \
-		"FUSE_CAP_ASYNC_DIO, QD16 only), MiB/s and ratios:"
+		"FUSE_CAP_ASYNC_DIO, QD16 only), MiB/s and ratios; the serial" \
+		"bound null / (null + zonefs): a synchronous (psync) request" \
+		"pays FUSE's round trip (null's, at best) and the device's time" \
+		"(zonefs's, at best) one after the other, so it is the bound of" \
+		"the psync jobs; at QD16 the two overlap and null adio / zonefs" \
+		"is the bound:"
 	echo
-	grid "$CROWS" "null|null;null/zonefs|null / zonefs;nulla|null adio;nulla/zonefs|null adio / zonefs;po2/null|po2zfs po2 / null;po2/nulla|po2zfs po2 / null adio"
+	grid "$CROWS" "null|null;null/zonefs|null / zonefs;null~zonefs|serial bound;nulla|null adio;nulla/zonefs|null adio / zonefs;po2/null|po2zfs po2 / null;po2/nulla|po2zfs po2 / null adio"
 	echo
 	echo "Completion latency per request (fio clat mean, µs, median of the rounds):"
 	echo
