@@ -214,68 +214,6 @@ static bool p2z_fs_worker_settle(struct p2z_fs_worker *w)
 	return true;
 }
 
-static int p2z_fs_worker_listen(struct p2z_fs_worker *w, bool on)
-{
-	struct epoll_event ev = { .events = EPOLLIN | EPOLLEXCLUSIVE,
-				  .data.u32 = P2Z_FS_EV_FUSE };
-
-	return epoll_ctl(w->epfd, on ? EPOLL_CTL_ADD : EPOLL_CTL_DEL,
-			 fuse_session_fd(w->loop->se), on ? &ev : NULL) ?
-		       -errno :
-		       0;
-}
-
-/* Put w on the spare list unless it receives or is on it. */
-static void p2z_fs_worker_spare(struct p2z_fs_worker *w)
-{
-	struct p2z_fs_loop *lp = w->loop;
-
-	pthread_mutex_lock(&lp->spare_lock);
-	if (!__atomic_load_n(&w->receiver, __ATOMIC_RELAXED) && !w->spare) {
-		w->spare = true;
-		w->next_spare = lp->spares;
-		lp->spares = w;
-	}
-	pthread_mutex_unlock(&lp->spare_lock);
-}
-
-/*
- * The calling worker is about to sleep on another thread (p2z_cond_on_sleep(),
- * any lock held): a spare receives in its place, then it stops receiving.
- * A spare taken off the list is marked a receiver under the list's lock,
- * so that it does not put itself back on it meanwhile.
- */
-static void p2z_fs_worker_handoff(void *arg)
-{
-	struct p2z_fs_worker *w = arg, *s;
-	struct p2z_fs_loop *lp = w->loop;
-	int ret;
-
-	if (!__atomic_load_n(&w->receiver, __ATOMIC_RELAXED))
-		return;
-	pthread_mutex_lock(&lp->spare_lock);
-	s = lp->spares;
-	if (s) {
-		lp->spares = s->next_spare;
-		s->spare = false;
-		__atomic_store_n(&s->receiver, true, __ATOMIC_RELAXED);
-	}
-	pthread_mutex_unlock(&lp->spare_lock);
-	if (!s)
-		return; /* none left: w sleeps as a receiver */
-	ret = p2z_fs_worker_listen(s, true);
-	if (ret) {
-		p2z_log(LOG_ERR, "a spare worker cannot receive: %s",
-			strerror(-ret));
-		__atomic_store_n(&s->receiver, false, __ATOMIC_RELAXED);
-		p2z_fs_worker_spare(s);
-		return;
-	}
-	/* Failing that, two receive: no harm. */
-	if (!p2z_fs_worker_listen(w, false))
-		__atomic_store_n(&w->receiver, false, __ATOMIC_RELAXED);
-}
-
 static void p2z_fs_loop_stop(struct p2z_fs_loop *lp)
 {
 	fuse_session_exit(lp->se);
@@ -367,6 +305,68 @@ static int p2z_fs_epoll_add(int epfd, int fd, uint32_t events, uint32_t tag)
 	struct epoll_event ev = { .events = events, .data.u32 = tag };
 
 	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) ? -errno : 0;
+}
+
+/* Add /dev/fuse to w's epoll set, or remove it. */
+static int p2z_fs_worker_listen(struct p2z_fs_worker *w, bool on)
+{
+	int fd = fuse_session_fd(w->loop->se);
+
+	if (on)
+		return p2z_fs_epoll_add(w->epfd, fd, EPOLLIN | EPOLLEXCLUSIVE,
+					P2Z_FS_EV_FUSE);
+	return epoll_ctl(w->epfd, EPOLL_CTL_DEL, fd, NULL) ? -errno : 0;
+}
+
+/* Put w on the spare list unless it receives or is on it. */
+static void p2z_fs_worker_spare(struct p2z_fs_worker *w)
+{
+	struct p2z_fs_loop *lp = w->loop;
+
+	pthread_mutex_lock(&lp->spare_lock);
+	if (!__atomic_load_n(&w->receiver, __ATOMIC_RELAXED) && !w->spare) {
+		w->spare = true;
+		w->next_spare = lp->spares;
+		lp->spares = w;
+	}
+	pthread_mutex_unlock(&lp->spare_lock);
+}
+
+/*
+ * The calling worker is about to sleep on another thread (p2z_cond_on_sleep(),
+ * any lock held): a spare receives in its place, then it stops receiving.
+ * A spare taken off the list is marked a receiver under the list's lock,
+ * so that it does not put itself back on it meanwhile.
+ */
+static void p2z_fs_worker_handoff(void *arg)
+{
+	struct p2z_fs_worker *w = arg, *s;
+	struct p2z_fs_loop *lp = w->loop;
+	int ret;
+
+	if (!__atomic_load_n(&w->receiver, __ATOMIC_RELAXED))
+		return;
+	pthread_mutex_lock(&lp->spare_lock);
+	s = lp->spares;
+	if (s) {
+		lp->spares = s->next_spare;
+		s->spare = false;
+		__atomic_store_n(&s->receiver, true, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&lp->spare_lock);
+	if (!s)
+		return; /* none left: w sleeps as a receiver */
+	ret = p2z_fs_worker_listen(s, true);
+	if (ret) {
+		p2z_log(LOG_ERR, "a spare worker cannot receive: %s",
+			strerror(-ret));
+		__atomic_store_n(&s->receiver, false, __ATOMIC_RELAXED);
+		p2z_fs_worker_spare(s);
+		return;
+	}
+	/* Failing that, two receive: no harm. */
+	if (!p2z_fs_worker_listen(w, false))
+		__atomic_store_n(&w->receiver, false, __ATOMIC_RELAXED);
 }
 
 static void *p2z_fs_worker_run(void *arg)
