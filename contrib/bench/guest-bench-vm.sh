@@ -275,14 +275,48 @@ fio_run() {
 	fi
 }
 
+# raw_ap4 ROUND raw-po2|raw-npo2: the device's side of the 4 appenders,
+# 4 fio jobs writing (Write commands, zonemode=zbd) to zones RAWZ of the
+# namespace, CM MiB each, in commands of 128 KiB or the namespace's
+# transfer limit if smaller (124 KiB on the npo2 namespace, whose hidden
+# disk keeps the default 127 KiB: po2zfs splits a 128 KiB append there
+# into 124 + 4 KiB); raw npo2 / raw po2 is the device's bound of
+# po2zfs's npo2 / po2
+RAWZ="8 9 10 15"
+# the zone of raw passthrough's QD16 reader, the device's side of the
+# QD16 reader (conc_prep writes CM MiB into it)
+RAWR=3
+raw_ap4() {
+	local r=$1 v=$2 ns=1 bsb=$((128 * 1024)) io a=() i
+
+	[ "$v" = raw-po2 ] && ns=3
+	[ "$bsb" -le "${MAXT[$ns]}" ] || bsb=${MAXT[$ns]}
+	io=$((CM * M / bsb * bsb))
+	for i in $RAWZ; do
+		a+=(--name="ap4-$i" --offset=$((i * ${ZS[$ns]})))
+	done
+	fio_run "$r" "$v" ap4 write $((4 * io)) --rw=write --bs="$bsb" \
+		--ioengine=io_uring_cmd --cmd_type=nvme --filename="${NG[$ns]}" \
+		--zonemode=zbd --size="${ZS[$ns]}" --io_size="$io" \
+		--group_reporting "${a[@]}"
+}
+
 # the timed random reads: BENCH_SECS seconds over the first CM MiB
 RR=(--rw=randread --bs=4k --size="${CM}M" --time_based
 	--runtime="$BENCH_SECS" --norandommap --randrepeat=0)
 
 # conc_prep VARIANT: CM MiB in each reader's zone file
 conc_prep() {
-	local d=/mnt/$1/seq i
+	local d=/mnt/$1/seq i ns=1
 
+	if [[ $1 == raw-* ]]; then
+		[ "$1" = raw-po2 ] && ns=3
+		fio --name=prep --ioengine=io_uring_cmd --cmd_type=nvme \
+			--filename="${NG[$ns]}" --rw=write --zonemode=zbd --bs=64k \
+			--offset=$((RAWR * ZS[ns])) --size="${ZS[$ns]}" \
+			--io_size="${CM}M" >"$B/prep-$1.log" 2>&1
+		return
+	fi
 	for i in $READF; do
 		truncate -s 0 "$d/$i" || return 1
 		if [[ $1 == null* ]]; then
@@ -299,6 +333,15 @@ conc_job() { # round variant job
 
 	case $job in
 	qd16)
+		if [[ $v == raw-* ]]; then
+			local ns=1
+			[ "$v" = raw-po2 ] && ns=3
+			fio_run "$r" "$v" "$job" read 1 "${RR[@]}" \
+				--ioengine=io_uring_cmd --cmd_type=nvme \
+				--filename="${NG[$ns]}" --offset=$((RAWR * ZS[ns])) \
+				--iodepth=16 --name=qd16
+			return
+		fi
 		fio_run "$r" "$v" "$job" read 1 "${RR[@]}" --direct=1 \
 			--ioengine=io_uring --iodepth=16 --name=qd16 \
 			--filename="$d/4"
@@ -311,6 +354,10 @@ conc_job() { # round variant job
 			--group_reporting "${a[@]}"
 		;;
 	ap4)
+		if [[ $v == raw-* ]]; then
+			raw_ap4 "$r" "$v"
+			return
+		fi
 		for i in $APPF; do
 			# a reset: the zone file is written fresh
 			truncate -s 0 "$d/$i" || say "truncate $d/$i failed"
@@ -385,6 +432,36 @@ nullb_add() {
 	result nullb add PASS "null_blk zoned=1 zone_size=128 zone_capacity=80 memory_backed=1"
 }
 
+# The ublk floor: po2zfs-blk (zbd backend) on a zoned null_blk that keeps
+# no data (memory_backed=0, made through configfs beside nullb0): the
+# device costs next to nothing for reads and for writes alike, where an
+# emu image's writes copy the data once more. Requests of at most nsid
+# 4's transfer limit, like blk's.
+nullz_add() {
+	local c=/sys/kernel/config/nullb d dev=/dev/nullb1 a
+
+	mountpoint -q /sys/kernel/config ||
+		mount -t configfs none /sys/kernel/config 2>/dev/null
+	d=$c/nullb1
+	if [ ! -d $c ] || ! mkdir $d; then
+		result blk-nullz add FAIL "no null_blk configfs ($c)"
+		return 1
+	fi
+	for a in blocksize=4096 size=2048 zoned=1 zone_size=128 \
+		zone_capacity=80 memory_backed=0 \
+		max_sectors=$((MAXT[4] / 512)) power=1; do
+		if ! echo "${a#*=}" >"$d/${a%%=*}"; then
+			result blk-nullz add FAIL "null_blk configfs: $a refused"
+			return 1
+		fi
+	done
+	for _ in $(seq 100); do
+		[ -b $dev ] && break
+		sleep 0.05
+	done
+	blk_add blk-nullz $dev
+}
+
 # blk_prep VARIANT: CM MiB at the start of the read zone (zone 0, or 12 of
 # nsid 4 for raw passthrough)
 blk_prep() {
@@ -399,6 +476,24 @@ blk_prep() {
 	fi
 	blkzone reset -o 0 -c 1 "$dev" &&
 		dd if=/dev/zero of="$dev" bs=1M count="$CM" oflag=direct status=none
+}
+
+# raw_wr4 ROUND: the device's side of the 4 writers, raw passthrough on
+# nsid 4's zones 8-11 (which the jobs on /dev/ublkbN do not touch), in
+# commands of 128 KiB or nsid 4's transfer limit if smaller, as
+# po2zfs-blk's own commands are
+raw_wr4() {
+	local bsb=$((128 * 1024)) io a=() i
+
+	[ "$bsb" -le "${MAXT[4]}" ] || bsb=${MAXT[4]}
+	io=$((CM * M / bsb * bsb))
+	for i in 8 9 10 11; do
+		a+=(--name="wr-$i" --offset=$((i * ZS[4])))
+	done
+	fio_run "$1" raw-blk wr4 write $((4 * io)) --rw=write --bs="$bsb" \
+		--ioengine=io_uring_cmd --cmd_type=nvme --filename="${NG[4]}" \
+		--zonemode=zbd --size="${ZS[4]}" --io_size="$io" \
+		--group_reporting "${a[@]}"
 }
 
 blk_job() { # round variant job
@@ -416,6 +511,10 @@ blk_job() { # round variant job
 			--iodepth="${job#rr}" --name="$job"
 		;;
 	wr4)
+		if [ "$v" = raw-blk ]; then
+			raw_wr4 "$r"
+			return
+		fi
 		blkzone reset -o $((4 * Z / 512)) -c 4 "$dev" ||
 			say "$v: zone reset failed"
 		for i in 4 5 6 7; do a+=(--name="wr-$i" --offset=$((i * Z))); done
@@ -514,7 +613,7 @@ blk_prof() {
 	: >"$B/prof-rows"
 	: >"$B/prof-syms"
 	for job in rr1 wr4; do
-		for v in kdev nullb blk-emu blk-emu512 blk; do
+		for v in kdev nullb blk-emu blk-emu512 blk-nullz blk; do
 			[ -n "${BDEV[$v]:-}" ] || continue
 			[ $v != blk-emu512 ] || [ $job = wr4 ] || continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 2
@@ -545,6 +644,81 @@ blk_prof() {
 		echo
 		cat "$B/prof-syms"
 	} >"$B/prof.md"
+}
+
+# conc_prof: where a QD16 read's and a 4-appender write's time goes in
+# the FUSE daemons (po2zfs po2 and npo2, p2z_nullfs; null adio for QD16
+# only): the job once more under perf stat of the daemon (-p: CPU time,
+# context switches, system calls by name, per fio I/O) with the guest's
+# busy CPU time from /proc/stat, and a third time under perf record -e
+# cpu-clock (top symbols). Outside the medians; $B/cprof.md.
+CSC_EV="$SC_EV,syscalls:sys_enter_writev,syscalls:sys_enter_epoll_wait"
+CSC_EV+=",syscalls:sys_enter_futex"
+conc_prof() {
+	local v job pid o b0 b1 io n row sec bs ev=task-clock,context-switches
+
+	command -v perf >/dev/null || return 0
+	mountpoint -q /sys/kernel/tracing ||
+		mount -t tracefs nodev /sys/kernel/tracing 2>/dev/null
+	: >"$B/cprof-rows"
+	: >"$B/cprof-syms"
+	for job in qd16 ap4; do
+		sec=read bs=4096
+		[ $job = qd16 ] || sec=write bs=131072
+		for v in po2 npo2 nulla null; do
+			[ $v != nulla ] || [ $job = qd16 ] || continue
+			pid=${PID[$v]:-}
+			[ -n "$pid" ] || continue
+			[[ " ${CVARS[*]} " == *" $v "* ]] || continue
+			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 2
+			o=$J/cprof-$v-$job
+			FIO_PRE=(perf stat -x "," -o "$o.srv" -p "$pid"
+				-e "$ev,raw_syscalls:sys_enter,$CSC_EV" --)
+			b0=$(cpu_busy)
+			RES2=$B/results-prof conc_job p "$v" $job
+			b1=$(cpu_busy)
+			FIO_PRE=()
+			read -r io _ _ < <(fio_result "$J/rp-$v-$job.json" $sec)
+			n=$((${io:-0} / bs))
+			[ "$n" -gt 0 ] || continue
+			row="| $v $job | $n | $(awk -v b=$((b1 - b0)) -v n=$n 'BEGIN { printf "%.0f", b * 10000 / n }')"
+			row+=" | $(awk -v a="$(perf_val "$o.srv" task-clock)" -v n=$n 'BEGIN { printf "%.0f", a * 1000 / n }')"
+			row+=" | $(awk -v a="$(perf_val "$o.srv" context-switches)" -v n=$n 'BEGIN { printf "%.2f", a / n }')"
+			row+=" | $(awk -v a="$(perf_val "$o.srv" raw_syscalls:sys_enter)" -v n=$n 'BEGIN { printf "%.2f", a / n }')"
+			row+=" | $(awk -F, -v n=$n '$3 ~ /^syscalls:sys_enter_/ && $1 + 0 > 0 {
+				e = $3; sub(/^syscalls:sys_enter_/, "", e)
+				printf "%s%s %.2f", s, e, $1 / n; s = ", " }' "$o.srv")"
+			echo "$row |" >>"$B/cprof-rows"
+			FIO_PRE=(perf record -q -e cpu-clock -F 4000 -o "$o.data"
+				-p "$pid" --)
+			RES2=$B/results-prof conc_job s "$v" $job
+			FIO_PRE=()
+			perf report -i "$o.data" --stdio --no-children \
+				--sort dso,sym 2>/dev/null | awk -v t="$v $job" '
+				$1 ~ /%$/ && n < 14 { $1 = $1; l = l (n++ ? ", " : "") $0 }
+				END { if (n) print "- " t ": " l }' >>"$B/cprof-syms"
+		done
+	done
+	[ -s "$B/cprof-rows" ] || return 0
+	{
+		echo
+		echo "Where the time goes in the FUSE daemon (the QD16 reader" \
+			"and the 4 appenders once more, outside the medians; perf in" \
+			"the guest): per fio I/O, the guest's busy CPU µs" \
+			"(/proc/stat, both vCPUs), the daemon's CPU µs (task-clock)," \
+			"context switches, system calls and system calls by name" \
+			"(perf stat -p <daemon>):"
+		echo
+		echo "| daemon job | I/Os | guest CPU µs | daemon CPU µs | daemon ctx sw | daemon syscalls | by name |"
+		echo "|---|---|---|---|---|---|---|"
+		cat "$B/cprof-rows"
+		[ -s "$B/cprof-syms" ] || return 0
+		echo
+		echo "The daemon's CPU time by symbol (perf record -e cpu-clock" \
+			"-p <daemon>, a third run; % of its samples, the top 14):"
+		echo
+		cat "$B/cprof-syms"
+	} >"$B/cprof.md"
 }
 
 # ---- tables ----
@@ -735,7 +909,8 @@ table() {
 # MiB/s clat_us" of FILE (default $RES2); ROWS "job|label;...", COLS
 # "spec|header;..." where spec is a variant (median MiB/s), a/b (median of
 # the per-round ratios of a to b), a~b (median of the per-round a / (a +
-# b)) or variant@clat (median clat, µs)
+# b)), a~b/c (median of the per-round a * b / (a + b) / c: a and b one
+# after the other, as a ratio to c) or variant@clat (median clat, µs)
 GRID_AWK=$(cat <<'EOF2'
 function med(list,    n, i, j, t, a) {
 	n = split(list, a, " ")
@@ -752,7 +927,23 @@ function fmt(x) {
 		return "-"
 	return x + 0 >= 100 ? sprintf("%.0f", x) : sprintf("%.1f", x)
 }
-function cell(spec, job,    ab, r, l) {
+function cell(spec, job,    ab, r, l, c, x, y) {
+	if (index(spec, "~") && index(spec, "/")) {
+		# a~b/c: a and b one after the other (per byte 1/a + 1/b), as
+		# a ratio to c
+		split(spec, c, "/")
+		split(c[1], ab, "~")
+		l = ""
+		for (r = 1; r <= nr; r++)
+			if ((r, ab[1], job) in mib && (r, ab[2], job) in mib &&
+			    (r, c[2], job) in mib && mib[r, c[2], job] > 0) {
+				x = mib[r, ab[1], job]; y = mib[r, ab[2], job]
+				if (x + y > 0)
+					l = l " " x * y / (x + y) / mib[r, c[2], job]
+			}
+		l = med(l)
+		return l == "" ? "-" : sprintf("%.2f", l)
+	}
 	if (index(spec, "~")) {
 		split(spec, ab, "~")
 		l = ""
@@ -825,6 +1016,26 @@ conc_table() {
 	echo
 	grid "$CROWS" "zonefs|zonefs;po2|po2zfs po2;po2/zonefs|ratio;npo2|po2zfs npo2;npo2/zonefs|ratio;npo2/po2|npo2 / po2"
 	echo
+	echo "The device's side through passthrough, which po2zfs uses: raw" \
+		"(fio io_uring_cmd) QD16 random reads over the first $CM MiB of" \
+		"zone $RAWR, and 4 writers (Write commands, zonemode=zbd) on 4" \
+		"zones of each namespace in commands of at most 128 KiB and the" \
+		"transfer limit ($((MAXT[3] / 1024)) KiB on ns3, $((MAXT[1] / 1024))" \
+		"KiB on ns1); raw npo2 / raw po2 is the device's bound of" \
+		"po2zfs npo2 / po2:"
+	echo
+	grid "qd16|randread 4k, QD16;ap4|append 128k direct, 4 writers, 4 zones" "raw-po2|raw po2;raw-npo2|raw npo2;raw-npo2/raw-po2|raw npo2 / po2;npo2/po2|po2zfs npo2 / po2;po2/raw-po2|po2zfs po2 / raw;npo2/raw-npo2|po2zfs npo2 / raw"
+	echo
+	echo "The bound on passthrough: a request costs FUSE's work (null's," \
+		"at best; null adio's at QD16) and the device's through" \
+		"passthrough (raw's, at best). A psync job pays them one after" \
+		"the other; under TCG both are CPU time of the same host cores," \
+		"so at depth they add up too: per byte 1/null + 1/raw, per" \
+		"round, as a ratio to zonefs:"
+	echo
+	grid "qd16|randread 4k direct, io_uring QD16, one file" "nulla~raw-po2/zonefs|bound po2 / zonefs;po2/zonefs|po2zfs po2 / zonefs;nulla~raw-npo2/zonefs|bound npo2 / zonefs;npo2/zonefs|po2zfs npo2 / zonefs"
+	grid "ap4|append 128k direct, 4 psync jobs, 4 zones" "null~raw-po2/zonefs|bound po2 / zonefs;po2/zonefs|po2zfs po2 / zonefs;null~raw-npo2/zonefs|bound npo2 / zonefs;npo2/zonefs|po2zfs npo2 / zonefs" | tail -n 1
+	echo
 	echo "FUSE's bound (p2z_nullfs, the same jobs; null: po2zfs's" \
 		"settings, no async direct I/O; null adio: with" \
 		"FUSE_CAP_ASYNC_DIO, QD16 only), MiB/s and ratios; the serial" \
@@ -839,6 +1050,7 @@ conc_table() {
 	echo "Completion latency per request (fio clat mean, µs, median of the rounds):"
 	echo
 	grid "$CROWS" "zonefs@clat|zonefs;po2@clat|po2zfs po2;npo2@clat|po2zfs npo2;null@clat|null;nulla@clat|null adio"
+	[ ! -s "$B/cprof.md" ] || cat "$B/cprof.md"
 }
 
 blk_table() {
@@ -875,12 +1087,32 @@ blk_table() {
 	c+=";blk-emu512/blk-emu|512 KiB / 124 KiB"
 	grid "$BROWS" "$c"
 	echo
+	echo "The ublk floor for writes too: po2zfs-blk (zbd backend) on a" \
+		"zoned null_blk that keeps no data (${BDEV[blk-nullz]:-none}," \
+		"memory_backed=0, po2 128 MiB zones of 80 MiB capacity, requests" \
+		"of at most nsid 4's transfer limit): ublk's round trip, the" \
+		"USER_COPY of the data and the server, with a device that costs" \
+		"nothing. Serial bound null / (null + kernel) as above:"
+	echo
+	c="blk-nullz|ublk over null;blk-nullz/kdev|ublk null / kernel"
+	c+=";blk-nullz~kdev|serial bound;blk/kdev|po2zfs-blk / kernel"
+	c+=";blk/blk-nullz|po2zfs-blk / ublk null"
+	c+=";blk-nullz~raw-blk/kdev|bound on passthrough"
+	grid "$BROWS" "$c"
+	echo
+	echo "(bound on passthrough: ublk's round trip (ublk over null, at" \
+		"best) and the device's time through passthrough (raw's, at" \
+		"best) one after the other, per byte 1/null + 1/raw, as a ratio" \
+		"to the kernel block device: po2zfs-blk reaches the npo2" \
+		"namespace only through passthrough)"
+	echo
 	echo "Completion latency per request (fio clat mean, µs, median of" \
 		"the rounds); largest request (max_sectors_kb): $MAXKB"
 	echo
 	c="kdev@clat|kernel block device;nullb@clat|null_blk"
 	c+=";blk-emu@clat|ublk over emu;blk@clat|po2zfs-blk nvme"
-	c+=";blk-emu512@clat|ublk over emu, 512 KiB;raw-blk@clat|raw passthrough"
+	c+=";blk-emu512@clat|ublk over emu, 512 KiB;blk-nullz@clat|ublk over null"
+	c+=";raw-blk@clat|raw passthrough"
 	grid "$BROWS" "$c"
 	[ -s "$B/prof.md" ] && cat "$B/prof.md"
 }
@@ -942,7 +1174,6 @@ CVARS=() BVARS=()
 if has_part conc; then
 	mount_null nulla && VARS+=(nulla)
 	for v in "${VARS[@]}"; do
-		[[ $v != raw-* ]] || continue
 		if conc_prep "$v"; then
 			CVARS+=("$v")
 		else
@@ -950,6 +1181,7 @@ if has_part conc; then
 		fi
 	done
 fi
+has_nullb=0
 if has_part blk; then
 	if [ -c /dev/ublk-control ]; then
 		blk_add blk "${NG[4]:-}" && BVARS+=(blk)
@@ -958,12 +1190,17 @@ if has_part blk; then
 			BVARS+=(blk-base)
 		emu_add blk-emu "${MAXT[4]}" && BVARS+=(blk-emu)
 		emu_add blk-emu512 512K && BVARS+=(blk-emu512)
+		nullb_add && has_nullb=1
+		[ "$has_nullb" = 1 ] && nullz_add && BVARS+=(blk-nullz)
 	else
 		result blk add FAIL "no /dev/ublk-control"
 	fi
 	BDEV[kdev]=/dev/${DISK[5]:-none}
 	[ -b "${BDEV[kdev]}" ] && BVARS+=(kdev)
-	nullb_add && BVARS+=(nullb)
+	if [ ! -c /dev/ublk-control ]; then # else added above
+		nullb_add && has_nullb=1
+	fi
+	[ "$has_nullb" = 1 ] && BVARS+=(nullb)
 	[ -n "${NG[4]:-}" ] && BVARS+=(raw-blk)
 	for v in "${BVARS[@]}"; do
 		blk_prep "$v" || result "$v" blk-prep FAIL "$CM MiB into the read zone"
@@ -1001,6 +1238,8 @@ for r in $(seq "$BENCH_ROUNDS"); do
 		# shellcheck disable=SC2046
 		for v in $(rotate "$r" $((r + k)) "${CVARS[@]}"); do
 			[ "$v" != nulla ] || [ $job = qd16 ] || continue
+			[[ $v != raw-* ]] || [ $job = ap4 ] || [ $job = qd16 ] ||
+				continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
 			conc_job "$r" "$v" $job
 		done
@@ -1010,7 +1249,6 @@ for r in $(seq "$BENCH_ROUNDS"); do
 		[ ${#BVARS[@]} -gt 0 ] || break
 		# shellcheck disable=SC2046
 		for v in $(rotate "$r" $((r + k)) "${BVARS[@]}"); do
-			[ "$v" != raw-blk ] || [ $job != wr4 ] || continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
 			blk_job "$r" "$v" $job
 		done
@@ -1031,6 +1269,7 @@ for v in "${BVARS[@]}"; do
 	MAXKB+="${MAXKB:+, }$v $(cat "/sys/block/${BDEV[$v]#/dev/}/queue/max_sectors_kb" 2>/dev/null)"
 done
 has_part blk && blk_prof
+has_part conc && conc_prof
 
 # Where a request's time goes: per po2zfs job of the last round, the FUSE
 # requests the daemon served (fs.*: count, mean size, mean time) and what
@@ -1072,7 +1311,7 @@ stats_table() {
 	has_part qd1 && stats_table
 } | sed 's/^/P2Z-TABLE /'
 
-for v in blk blk-emu blk-emu512 blk-base; do
+for v in blk blk-emu blk-emu512 blk-nullz blk-base; do
 	[ -n "${BDEV[$v]:-}" ] || continue
 	b=po2zfs-blk
 	[ $v != blk-base ] || b=/p2z/base/po2zfs-blk

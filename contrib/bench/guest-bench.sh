@@ -28,8 +28,10 @@
 #                      the ublk bound (po2zfs-blk over an emulated image
 #                      on the guest's tmpfs), the kernel's zoned null_blk
 #                      and, with P2Z_BENCH_PROFILE=1 and perf on the
-#                      host, a profile of each job (off by default: perf
-#                      under TCG once crashed a guest, int3 oops)
+#                      host, a profile of each job, and of the FUSE
+#                      daemons' QD16 reader and 4 appenders (off by
+#                      default: perf under TCG once crashed a guest,
+#                      int3 oops)
 #   P2Z_BENCH_SECS     seconds per timed reader job of conc and blk
 #                      (default 4)
 #   P2Z_BENCH_CONC_MIB MiB per zone of conc and blk (default 32)
@@ -166,10 +168,11 @@ main() {
 		cp "$b" "$d/" || die "cannot copy $b"
 		copy_libs "$root" "$b"
 	done
-	# perf for the blk part's profile (where a request's time goes), if
-	# the host has it: the guest mounts tracefs for its tracepoints
-	if [[ " $parts " == *" blk "* ]] && [ "${P2Z_BENCH_PROFILE:-0}" = 1 ] &&
-		[ -x /usr/bin/perf ]; then
+	# perf for the blk and conc parts' profiles (where a request's time
+	# goes), if the host has it: the guest mounts tracefs for its
+	# tracepoints
+	if [[ " $parts " == *" blk "* || " $parts " == *" conc "* ]] &&
+		[ "${P2Z_BENCH_PROFILE:-0}" = 1 ] && [ -x /usr/bin/perf ]; then
 		copy_bins "$root" /usr/bin/perf
 	fi
 	build_zonefs_sb "$root" || die "no zonefs super block"
