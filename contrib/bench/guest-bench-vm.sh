@@ -313,7 +313,7 @@ conc_prep() {
 		[ "$1" = raw-po2 ] && ns=3
 		fio --name=prep --ioengine=io_uring_cmd --cmd_type=nvme \
 			--filename="${NG[$ns]}" --rw=write --zonemode=zbd --bs=64k \
-			--offset=$((RAWR * ZS[ns])) --size="${ZS[$ns]}" \
+			--offset=$((RAWR * ${ZS[$ns]})) --size="${ZS[$ns]}" \
 			--io_size="${CM}M" >"$B/prep-$1.log" 2>&1
 		return
 	fi
@@ -338,7 +338,7 @@ conc_job() { # round variant job
 			[ "$v" = raw-po2 ] && ns=3
 			fio_run "$r" "$v" "$job" read 1 "${RR[@]}" \
 				--ioengine=io_uring_cmd --cmd_type=nvme \
-				--filename="${NG[$ns]}" --offset=$((RAWR * ZS[ns])) \
+				--filename="${NG[$ns]}" --offset=$((RAWR * ${ZS[$ns]})) \
 				--iodepth=16 --name=qd16
 			return
 		fi
