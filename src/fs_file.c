@@ -663,15 +663,25 @@ struct p2z_fs_wr {
 	struct p2z_fs_node n;
 	uint64_t t0;
 	void *buf; /* pool buffer holding the data, or NULL: in the request */
+	void *rbuf; /* the request buffer, kept (p2z_fs_worker_take_buf()) */
 	bool direct_io;
 };
 
-/* Parked behind a predecessor: the worker reuses its request buffer. */
+/*
+ * Parked behind a predecessor, or submitted to the device: the worker goes
+ * on with its next request. The data stays where it is if it is in a pool
+ * buffer, or in a request buffer the worker can hand over; else a copy.
+ */
 static int p2z_fs_wr_hold(struct p2z_zone_wr *wr)
 {
 	struct p2z_fs_wr *w = (struct p2z_fs_wr *)wr;
+	struct p2z_fs_worker *self = p2z_fs_worker_self();
 
-	if (w->buf)
+	if (w->buf || w->rbuf)
+		return 0;
+	if (self)
+		w->rbuf = p2z_fs_worker_take_buf(self, wr->buf, wr->len);
+	if (w->rbuf)
 		return 0;
 	if (wr->len > P2Z_FS_BUF_BYTES)
 		return -EINVAL;
@@ -705,6 +715,7 @@ static void p2z_fs_wr_done(struct p2z_zone_wr *wr, ssize_t ret)
 
 	p2z_fs_write_end(w->fs, w->req, w->ino, &w->n, w->direct_io, w->t0,
 			 w->buf, ret);
+	p2z_fs_rbuf_put(w->rbuf);
 	free(w);
 }
 

@@ -114,6 +114,7 @@ struct p2z_fs_worker {
 	int epfd;
 	struct p2z_dev_queue *q;
 	struct fuse_buf fbuf;
+	void *rbuf; /* fbuf.mem's request buffer (fs_loop.c), or NULL */
 	struct p2z_fs_rd *deferred;
 	struct p2z_fs_rd *defer_tail;
 	unsigned int counted; /* its part of the loop's reads in flight */
@@ -324,6 +325,29 @@ void p2z_fs_read_finish(struct p2z_fs_rd *rd);
  * Return: it, or NULL (not a worker: unit tests, the first request).
  */
 struct p2z_fs_worker *p2z_fs_worker_self(void);
+
+/**
+ * p2z_fs_worker_take_buf() - keep the request buffer that holds a WRITE's data
+ * @w: the worker that received the request (the calling thread's)
+ * @data: the data
+ * @len: its length
+ *
+ * Hands @w's request buffer to the caller, @w receiving into another one
+ * from then on, so that a write submitted to the device keeps its data
+ * where the kernel put it instead of copying it out.
+ *
+ * Return: the buffer, to give back with p2z_fs_rbuf_put() once the data
+ * is no longer needed; NULL if @data is not in a request buffer of the
+ * loop's own or no other buffer could be had (then copy).
+ */
+void *p2z_fs_worker_take_buf(struct p2z_fs_worker *w, const void *data,
+			     size_t len);
+
+/**
+ * p2z_fs_rbuf_put() - give back a buffer of p2z_fs_worker_take_buf()
+ * @rbuf: the buffer, or NULL
+ */
+void p2z_fs_rbuf_put(void *rbuf);
 
 /**
  * p2z_fs_worker_defer() - finish a failed read once the queue is drained
