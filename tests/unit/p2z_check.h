@@ -26,6 +26,25 @@ static inline bool p2z_check_short_run(void)
 	return s && *s && strcmp(s, "0");
 }
 
+/*
+ * Whether this build runs under ThreadSanitizer, whose instrumentation
+ * makes a single-stepped (ptrace) run take many times the instructions.
+ */
+static inline bool p2z_check_tsan(void)
+{
+#if defined(__SANITIZE_THREAD__)
+	return true;
+#elif defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+	return true;
+#else
+	return false;
+#endif
+#else
+	return false;
+#endif
+}
+
 /* Create "$TMPDIR/@name.XXXXXX" (/tmp without TMPDIR) into @dir. */
 static inline void p2z_check_mkdtemp(char *dir, size_t size, const char *name)
 {
