@@ -789,18 +789,24 @@ static int p2z_fs_init_locks(struct p2z_fs *fs)
 	ret = -pthread_mutex_init(&fs->attr_lock, NULL);
 	if (ret)
 		return ret;
-	ret = -pthread_mutex_init(&fs->pool_lock, NULL);
+	ret = p2z_fs_pool_init(&fs->pool, P2Z_FS_BUF_BYTES, P2Z_ZONE_BUF_ALIGN,
+			       P2Z_FS_BUF_CACHE);
 	if (ret)
 		goto out_destroy_attr_lock;
+	ret = p2z_fs_rbufs_init(fs);
+	if (ret)
+		goto out_destroy_pool;
 	ret = -pthread_mutex_init(&fs->closing_lock, NULL);
 	if (ret)
-		goto out_destroy_pool_lock;
+		goto out_destroy_rbufs;
 	ret = p2z_cond_init_monotonic(&fs->closing_cond);
 	if (!ret)
 		return 0;
 	pthread_mutex_destroy(&fs->closing_lock);
-out_destroy_pool_lock:
-	pthread_mutex_destroy(&fs->pool_lock);
+out_destroy_rbufs:
+	p2z_fs_pool_destroy(&fs->rbufs);
+out_destroy_pool:
+	p2z_fs_pool_destroy(&fs->pool);
 out_destroy_attr_lock:
 	pthread_mutex_destroy(&fs->attr_lock);
 	return ret;
@@ -930,11 +936,10 @@ void p2z_fs_free(struct p2z_fs *fs)
 {
 	if (!fs)
 		return;
-	while (fs->pool_nr)
-		free(fs->pool[--fs->pool_nr]);
 	pthread_cond_destroy(&fs->closing_cond);
 	pthread_mutex_destroy(&fs->closing_lock);
-	pthread_mutex_destroy(&fs->pool_lock);
+	p2z_fs_pool_destroy(&fs->rbufs);
+	p2z_fs_pool_destroy(&fs->pool);
 	pthread_mutex_destroy(&fs->attr_lock);
 	free(fs->attrs);
 	free(fs->writers);

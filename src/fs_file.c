@@ -25,8 +25,9 @@
  * EINVAL at once, as in zonefs. On a loop worker a zone file's write uses
  * the non-blocking form (p2z_zone_write_async(), struct p2z_fs_wr): a
  * write at its turn is written by the worker and answered; one that must
- * wait is parked, its data copied into a pool buffer first if it was in
- * the worker's request buffer (p2z_fs_wr_hold()), and the worker goes on;
+ * wait is parked, keeping the worker's request buffer that holds its data
+ * (the worker receives into another one) or, where it cannot, a copy of
+ * the data in a pool buffer (p2z_fs_wr_hold()), and the worker goes on;
  * the thread that writes its predecessor writes and answers it, a reset
  * or a failed predecessor answers it with EIO, and the loop's workers
  * expire it (EINVAL) past the hold bound. The device write itself is
@@ -70,29 +71,46 @@ static void p2z_fs_count_writer(struct p2z_fs *fs, const struct p2z_fs_node *n,
 
 /* ---- buffers ---- */
 
-static void *p2z_fs_buf_get(struct p2z_fs *fs)
+int p2z_fs_pool_init(struct p2z_fs_pool *p, size_t bytes, size_t align,
+		     unsigned int max)
+{
+	p->bytes = bytes;
+	p->align = align;
+	p->max = max < P2Z_FS_POOL_MAX ? max : P2Z_FS_POOL_MAX;
+	p->nr = 0;
+	return -pthread_mutex_init(&p->lock, NULL);
+}
+
+void p2z_fs_pool_destroy(struct p2z_fs_pool *p)
+{
+	while (p->nr)
+		free(p->free[--p->nr]);
+	pthread_mutex_destroy(&p->lock);
+}
+
+void *p2z_fs_pool_get(struct p2z_fs_pool *p)
 {
 	void *buf = NULL;
 
-	pthread_mutex_lock(&fs->pool_lock);
-	if (fs->pool_nr)
-		buf = fs->pool[--fs->pool_nr];
-	pthread_mutex_unlock(&fs->pool_lock);
-	if (!buf && posix_memalign(&buf, P2Z_ZONE_BUF_ALIGN, P2Z_FS_BUF_BYTES))
+	pthread_mutex_lock(&p->lock);
+	if (p->nr)
+		buf = p->free[--p->nr];
+	pthread_mutex_unlock(&p->lock);
+	if (!buf && posix_memalign(&buf, p->align, p->bytes))
 		return NULL;
 	return buf;
 }
 
-static void p2z_fs_buf_put(struct p2z_fs *fs, void *buf)
+void p2z_fs_pool_put(struct p2z_fs_pool *p, void *buf)
 {
 	if (!buf)
 		return;
-	pthread_mutex_lock(&fs->pool_lock);
-	if (fs->pool_nr < P2Z_FS_POOL_MAX) {
-		fs->pool[fs->pool_nr++] = buf;
+	pthread_mutex_lock(&p->lock);
+	if (p->nr < p->max) {
+		p->free[p->nr++] = buf;
 		buf = NULL;
 	}
-	pthread_mutex_unlock(&fs->pool_lock);
+	pthread_mutex_unlock(&p->lock);
 	free(buf);
 }
 
@@ -346,7 +364,7 @@ static void p2z_fs_read_reply(struct p2z_fs_rd *rd, ssize_t ret)
 		ret = p2z_fs_read_len((size_t)ret, rd->skip, rd->size);
 	p2z_fs_count(fs, P2Z_FS_STAT_READ, rd->t0, ret);
 	p2z_fs_reply_data(rd->req, ret, rd->buf + rd->skip);
-	p2z_fs_buf_put(fs, rd->buf);
+	p2z_fs_pool_put(&fs->pool, rd->buf);
 	free(rd);
 	if (!after)
 		return;
@@ -480,7 +498,7 @@ static void p2z_fs_read_async(fuse_req_t req, struct p2z_fs_worker *w,
 	uint64_t a, e;
 
 	if (rd)
-		rd->buf = p2z_fs_buf_get(fs);
+		rd->buf = p2z_fs_pool_get(&fs->pool);
 	if (!rd || !rd->buf) {
 		free(rd);
 		p2z_fs_reply_data(req, -ENOMEM, NULL);
@@ -528,7 +546,7 @@ void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 		p2z_fs_read_async(req, w, &n, size, off);
 		return;
 	}
-	buf = p2z_fs_buf_get(fs);
+	buf = p2z_fs_pool_get(&fs->pool);
 	if (!buf && !ret)
 		ret = -ENOMEM;
 	if (!ret)
@@ -536,7 +554,7 @@ void p2z_fs_read(fuse_req_t req, fuse_ino_t ino, size_t size, off_t off,
 				       &err_zidx);
 	p2z_fs_count(fs, P2Z_FS_STAT_READ, t0, ret);
 	p2z_fs_reply_data(req, ret, buf ? buf + skip : NULL);
-	p2z_fs_buf_put(fs, buf);
+	p2z_fs_pool_put(&fs->pool, buf);
 	/* A po2 read failed in the zone err_zidx: its own file may change. */
 	if (n.kind == P2Z_FS_PO2 && err_zidx != UINT64_MAX)
 		p2z_fs_inval_changed(fs, err_zidx);
@@ -644,7 +662,7 @@ static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
 		*data = mem;
 		return (ssize_t)(b->size - in->off);
 	}
-	*buf = p2z_fs_buf_get(fs);
+	*buf = p2z_fs_pool_get(&fs->pool);
 	if (!*buf)
 		return -ENOMEM;
 	*data = *buf;
@@ -685,7 +703,7 @@ static int p2z_fs_wr_hold(struct p2z_zone_wr *wr)
 		return 0;
 	if (wr->len > P2Z_FS_BUF_BYTES)
 		return -EINVAL;
-	w->buf = p2z_fs_buf_get(w->fs);
+	w->buf = p2z_fs_pool_get(&w->fs->pool);
 	if (!w->buf)
 		return -ENOMEM;
 	memcpy(w->buf, wr->buf, wr->len);
@@ -705,7 +723,7 @@ static void p2z_fs_write_end(struct p2z_fs *fs, fuse_req_t req, fuse_ino_t ino,
 		p2z_fs_after_io(fs, n);
 	p2z_fs_count(fs, P2Z_FS_STAT_WRITE, t0, ret);
 	p2z_fs_reply_write(req, ret);
-	p2z_fs_buf_put(fs, buf);
+	p2z_fs_pool_put(&fs->pool, buf);
 	p2z_fs_after_io(fs, n);
 }
 
@@ -715,7 +733,7 @@ static void p2z_fs_wr_done(struct p2z_zone_wr *wr, ssize_t ret)
 
 	p2z_fs_write_end(w->fs, w->req, w->ino, &w->n, w->direct_io, w->t0,
 			 w->buf, ret);
-	p2z_fs_rbuf_put(w->rbuf);
+	p2z_fs_pool_put(&w->fs->rbufs, w->rbuf);
 	free(w);
 }
 

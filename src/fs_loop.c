@@ -179,32 +179,12 @@ static void p2z_fs_worker_expire(struct p2z_fs_worker *w, bool all)
  * (p2z_fs_worker_take_buf()), where it copied its data out before (a 128
  * KiB memcpy() per append: a quarter of the daemon's time per append in
  * the guest profile). Other libfuse versions keep their own buffers and
- * the copy. Free buffers wait in a small cache for the next taker.
+ * the copy. Free buffers wait in fs->rbufs for the next taker: a page
+ * for the headers, then what libfuse reads at most.
  */
 #define P2Z_FS_RBUF_HDR \
 	(sizeof(struct fuse_in_header) + sizeof(struct fuse_write_in))
 #define P2Z_FS_RBUF_CACHE 64
-
-static struct {
-	pthread_mutex_t lock;
-	unsigned int nr;
-	void *free[P2Z_FS_RBUF_CACHE];
-} p2z_fs_rbufs = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static size_t p2z_fs_rbuf_page(void)
-{
-	long page = sysconf(_SC_PAGESIZE);
-
-	return page > 0 ? (size_t)page : 4096;
-}
-
-/* The most libfuse reads into one buffer. */
-static size_t p2z_fs_rbuf_bytes(void)
-{
-	size_t n = 256 * p2z_fs_rbuf_page() + 0x1000;
-
-	return n < 8192 ? 8192 : n;
-}
 
 static bool p2z_fs_rbuf_ours(void)
 {
@@ -213,62 +193,43 @@ static bool p2z_fs_rbuf_ours(void)
 	return v >= FUSE_MAKE_VERSION(3, 14) && v <= FUSE_MAKE_VERSION(3, 16);
 }
 
-/* Where libfuse reads a request into the buffer rbuf. */
-static void *p2z_fs_rbuf_mem(void *rbuf)
+int p2z_fs_rbufs_init(struct p2z_fs *fs)
 {
-	return (char *)rbuf + p2z_fs_rbuf_page() - P2Z_FS_RBUF_HDR;
+	long page = sysconf(_SC_PAGESIZE);
+	size_t align = page > 0 ? (size_t)page : 4096;
+	size_t max = 256 * align + 0x1000;
+
+	return p2z_fs_pool_init(&fs->rbufs, align + (max < 8192 ? 8192 : max),
+				align, P2Z_FS_RBUF_CACHE);
 }
 
-static void *p2z_fs_rbuf_get(void)
+/* The most libfuse reads into a request buffer of @p. */
+static size_t p2z_fs_rbuf_bytes(const struct p2z_fs_pool *p)
 {
-	void *rbuf = NULL;
-
-	pthread_mutex_lock(&p2z_fs_rbufs.lock);
-	if (p2z_fs_rbufs.nr)
-		rbuf = p2z_fs_rbufs.free[--p2z_fs_rbufs.nr];
-	pthread_mutex_unlock(&p2z_fs_rbufs.lock);
-	if (!rbuf && posix_memalign(&rbuf, p2z_fs_rbuf_page(),
-				    p2z_fs_rbuf_page() + p2z_fs_rbuf_bytes()))
-		rbuf = NULL;
-	return rbuf;
+	return p->bytes - p->align;
 }
 
-void p2z_fs_rbuf_put(void *rbuf)
+/* Where libfuse reads a request into the request buffer rbuf of @p. */
+static void *p2z_fs_rbuf_mem(const struct p2z_fs_pool *p, void *rbuf)
 {
-	if (!rbuf)
-		return;
-	pthread_mutex_lock(&p2z_fs_rbufs.lock);
-	if (p2z_fs_rbufs.nr < P2Z_FS_RBUF_CACHE) {
-		p2z_fs_rbufs.free[p2z_fs_rbufs.nr++] = rbuf;
-		rbuf = NULL;
-	}
-	pthread_mutex_unlock(&p2z_fs_rbufs.lock);
-	free(rbuf);
-}
-
-/* The loop ended: free the cached buffers. */
-static void p2z_fs_rbuf_trim(void)
-{
-	pthread_mutex_lock(&p2z_fs_rbufs.lock);
-	while (p2z_fs_rbufs.nr)
-		free(p2z_fs_rbufs.free[--p2z_fs_rbufs.nr]);
-	pthread_mutex_unlock(&p2z_fs_rbufs.lock);
+	return (char *)rbuf + p->align - P2Z_FS_RBUF_HDR;
 }
 
 void *p2z_fs_worker_take_buf(struct p2z_fs_worker *w, const void *data,
 			     size_t len)
 {
+	struct p2z_fs_pool *p = &w->loop->fs->rbufs;
 	const char *mem = w->fbuf.mem, *d = data;
+	size_t max = p2z_fs_rbuf_bytes(p);
 	void *rbuf = w->rbuf, *next;
 
-	if (!rbuf || d < mem || len > p2z_fs_rbuf_bytes() ||
-	    (size_t)(d - mem) > p2z_fs_rbuf_bytes() - len)
+	if (!rbuf || d < mem || len > max || (size_t)(d - mem) > max - len)
 		return NULL;
-	next = p2z_fs_rbuf_get();
+	next = p2z_fs_pool_get(p);
 	if (!next)
 		return NULL;
 	w->rbuf = next;
-	w->fbuf.mem = p2z_fs_rbuf_mem(next);
+	w->fbuf.mem = p2z_fs_rbuf_mem(p, next);
 	return rbuf;
 }
 
@@ -540,10 +501,10 @@ static int p2z_fs_worker_init(struct p2z_fs_loop *lp, struct p2z_fs_worker *w,
 
 	w->loop = lp;
 	if (p2z_fs_rbuf_ours()) {
-		w->rbuf = p2z_fs_rbuf_get();
+		w->rbuf = p2z_fs_pool_get(&lp->fs->rbufs);
 		if (!w->rbuf)
 			return -ENOMEM;
-		w->fbuf.mem = p2z_fs_rbuf_mem(w->rbuf);
+		w->fbuf.mem = p2z_fs_rbuf_mem(&lp->fs->rbufs, w->rbuf);
 	}
 	w->epfd = epoll_create1(EPOLL_CLOEXEC);
 	if (w->epfd < 0)
@@ -585,7 +546,7 @@ static void p2z_fs_worker_exit(struct p2z_fs_worker *w)
 	if (w->epfd >= 0)
 		close(w->epfd);
 	if (w->rbuf)
-		p2z_fs_rbuf_put(w->rbuf);
+		p2z_fs_pool_put(&w->loop->fs->rbufs, w->rbuf);
 	else
 		free(w->fbuf.mem);
 }
@@ -627,7 +588,6 @@ int p2z_fs_loop(struct p2z_fs *fs)
 	for (i = 0; lp.workers && i < lp.nr && i <= started; i++)
 		p2z_fs_worker_exit(&lp.workers[i]);
 	free(lp.workers);
-	p2z_fs_rbuf_trim();
 	pthread_mutex_destroy(&lp.spare_lock);
 	close(lp.stop_fd);
 	return ret ? ret : __atomic_load_n(&lp.err, __ATOMIC_RELAXED);

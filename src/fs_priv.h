@@ -26,7 +26,22 @@
 
 /* Kernel reads are at most max_pages (256) pages; room to align them. */
 #define P2Z_FS_BUF_BYTES (P2Z_FS_MAX_WRITE + 2 * 65536)
-#define P2Z_FS_POOL_MAX 32
+#define P2Z_FS_BUF_CACHE 32 /* I/O buffers cached at most */
+#define P2Z_FS_POOL_MAX 64
+
+/*
+ * A cache of free buffers of one size and alignment (fs_file.c): the I/O
+ * buffers of fs_file.c and the request buffers of fs_loop.c. A get takes a
+ * cached buffer or allocates one; a put caches it, up to @max, or frees it.
+ */
+struct p2z_fs_pool {
+	pthread_mutex_t lock;
+	size_t bytes; /* of each buffer */
+	size_t align;
+	unsigned int max; /* cached at most, up to P2Z_FS_POOL_MAX */
+	unsigned int nr; /* guarded by lock */
+	void *free[P2Z_FS_POOL_MAX]; /* guarded by lock */
+};
 
 enum p2z_fs_kind {
 	P2Z_FS_ROOT,
@@ -86,9 +101,8 @@ struct p2z_fs {
 	uint64_t nr_inodes;
 	pthread_mutex_t attr_lock;
 	struct p2z_fs_attr *attrs; /* indexed by inode number */
-	pthread_mutex_t pool_lock;
-	void *pool[P2Z_FS_POOL_MAX]; /* guarded by pool_lock */
-	unsigned int pool_nr; /* guarded by pool_lock */
+	struct p2z_fs_pool pool; /* I/O buffers, P2Z_FS_BUF_BYTES */
+	struct p2z_fs_pool rbufs; /* request buffers (fs_loop.c) */
 	pthread_mutex_t closing_lock;
 	pthread_cond_t closing_cond; /* signalled when nr_closing drops */
 	uint64_t nr_closing; /* guarded by closing_lock */
@@ -302,6 +316,39 @@ void p2z_fs_inval_reset(struct p2z_fs *fs, const struct p2z_fs_node *n);
 /* fs_file.c */
 
 /**
+ * p2z_fs_pool_init() - set up an empty pool
+ * @p: the pool
+ * @bytes: size of each buffer
+ * @align: their alignment, a power of two and a multiple of sizeof(void *)
+ * @max: buffers cached at most (up to P2Z_FS_POOL_MAX)
+ *
+ * Return: 0 or -errno.
+ */
+int p2z_fs_pool_init(struct p2z_fs_pool *p, size_t bytes, size_t align,
+		     unsigned int max);
+
+/**
+ * p2z_fs_pool_destroy() - free the cached buffers and the pool's lock
+ * @p: the pool; every buffer of it put back or freed
+ */
+void p2z_fs_pool_destroy(struct p2z_fs_pool *p);
+
+/**
+ * p2z_fs_pool_get() - a buffer of the pool
+ * @p: the pool
+ *
+ * Return: a cached buffer or a new one, NULL if none could be allocated.
+ */
+void *p2z_fs_pool_get(struct p2z_fs_pool *p);
+
+/**
+ * p2z_fs_pool_put() - give a buffer back to its pool
+ * @p: the pool
+ * @buf: the buffer, or NULL
+ */
+void p2z_fs_pool_put(struct p2z_fs_pool *p, void *buf);
+
+/**
  * p2z_fs_wait_releases() - wait briefly for flushed files to be released
  * @fs: filesystem
  *
@@ -336,7 +383,7 @@ struct p2z_fs_worker *p2z_fs_worker_self(void);
  * from then on, so that a write submitted to the device keeps its data
  * where the kernel put it instead of copying it out.
  *
- * Return: the buffer, to give back with p2z_fs_rbuf_put() once the data
+ * Return: the buffer, to put back into fs->rbufs once the data
  * is no longer needed; NULL if @data is not in a request buffer of the
  * loop's own or no other buffer could be had (then copy).
  */
@@ -344,10 +391,12 @@ void *p2z_fs_worker_take_buf(struct p2z_fs_worker *w, const void *data,
 			     size_t len);
 
 /**
- * p2z_fs_rbuf_put() - give back a buffer of p2z_fs_worker_take_buf()
- * @rbuf: the buffer, or NULL
+ * p2z_fs_rbufs_init() - set up the cache of the loop's request buffers
+ * @fs: the filesystem, whose rbufs it is
+ *
+ * Return: 0 or -errno; p2z_fs_pool_destroy() undoes it.
  */
-void p2z_fs_rbuf_put(void *rbuf);
+int p2z_fs_rbufs_init(struct p2z_fs *fs);
 
 /**
  * p2z_fs_worker_defer() - finish a failed read once the queue is drained

@@ -3,7 +3,7 @@
  * The parts of the filesystem that need no FUSE request, on the emu
  * backend: the tree of names (dir.c), the po2 view (po2.c) and the values
  * and lists of the extended attributes (xattr.c), with their exact
- * results and errnos.
+ * results and errnos; and the buffer pools of fs_file.c and fs_loop.c.
  *
  * Each test builds its own sparse image under $TMPDIR (or /tmp). The main
  * geometry is npo2 with conventional zones: 512-byte LBAs, zones of 96 KiB
@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "fs_priv.h"
 #include "p2z_check.h"
 #include "po2zfs/dev.h"
 #include "po2zfs/emu.h"
@@ -632,6 +633,69 @@ START_TEST(test_xattr_is_live)
 }
 END_TEST
 
+/* ---- buffer pools (fs_file.c, fs_loop.c) ---- */
+
+/* A put caches up to max buffers, frees the rest; a get takes the last. */
+START_TEST(test_pool_cache)
+{
+	struct p2z_fs_pool p;
+	void *a, *b, *c;
+
+	ck_assert_int_eq(p2z_fs_pool_init(&p, 8192, 4096, 2), 0);
+	a = p2z_fs_pool_get(&p);
+	b = p2z_fs_pool_get(&p);
+	c = p2z_fs_pool_get(&p);
+	ck_assert(a && b && c && a != b && b != c && a != c);
+	ck_assert_uint_eq((uintptr_t)a % 4096, 0);
+	ck_assert_uint_eq((uintptr_t)c % 4096, 0);
+	memset(c, 0x5a, 8192); /* the whole size is there (ASan, valgrind) */
+	p2z_fs_pool_put(&p, a);
+	p2z_fs_pool_put(&p, b);
+	p2z_fs_pool_put(&p, c); /* past max: freed */
+	p2z_fs_pool_put(&p, NULL);
+	ck_assert_uint_eq(p.nr, 2);
+	ck_assert_ptr_eq(p2z_fs_pool_get(&p), b);
+	ck_assert_ptr_eq(p2z_fs_pool_get(&p), a);
+	ck_assert_uint_eq(p.nr, 0);
+	p2z_fs_pool_put(&p, a);
+	p2z_fs_pool_put(&p, b);
+	p2z_fs_pool_destroy(&p); /* frees the cached ones */
+}
+END_TEST
+
+START_TEST(test_pool_max_clamped)
+{
+	struct p2z_fs_pool p;
+
+	ck_assert_int_eq(p2z_fs_pool_init(&p, 64, 64, 1000), 0);
+	ck_assert_uint_eq(p.max, P2Z_FS_POOL_MAX);
+	p2z_fs_pool_destroy(&p);
+}
+END_TEST
+
+/*
+ * The request buffers: a page for the headers, then what libfuse 3.14-3.16
+ * reads at most (256 pages and 4 KiB), page-aligned.
+ */
+START_TEST(test_pool_rbufs)
+{
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	struct p2z_fs fs;
+	void *b;
+
+	memset(&fs, 0, sizeof(fs));
+	ck_assert_int_eq(p2z_fs_rbufs_init(&fs), 0);
+	ck_assert_uint_eq(fs.rbufs.align, page);
+	ck_assert_uint_eq(fs.rbufs.bytes, page + 256 * page + 4096);
+	b = p2z_fs_pool_get(&fs.rbufs);
+	ck_assert_ptr_nonnull(b);
+	ck_assert_uint_eq((uintptr_t)b % page, 0);
+	p2z_fs_pool_put(&fs.rbufs, b);
+	ck_assert_uint_eq(fs.rbufs.nr, 1);
+	p2z_fs_pool_destroy(&fs.rbufs);
+}
+END_TEST
+
 /* ---- suite ---- */
 
 static TCase *tcase(Suite *s, const char *name)
@@ -681,6 +745,11 @@ static Suite *fs_suite(void)
 	tcase_add_test(tc, test_xattr_dev_path);
 	tcase_add_test(tc, test_xattr_cond_from_device);
 	tcase_add_test(tc, test_xattr_is_live);
+
+	tc = tcase(s, "pool");
+	tcase_add_test(tc, test_pool_cache);
+	tcase_add_test(tc, test_pool_max_clamped);
+	tcase_add_test(tc, test_pool_rbufs);
 	return s;
 }
 
