@@ -67,6 +67,7 @@ static const char *const p2z_fs_stat_names[P2Z_FS_STAT_NR] = {
 	[P2Z_FS_STAT_STATFS] = "fs.statfs",
 	[P2Z_FS_STAT_XATTR] = "fs.xattr",
 	[P2Z_FS_STAT_INVAL] = "fs.inval",
+	[P2Z_FS_STAT_WRITE_COPY] = "fs.write_copy",
 };
 
 /* ---- inodes and attributes ---- */
@@ -75,7 +76,8 @@ static const char *const p2z_fs_stat_names[P2Z_FS_STAT_NR] = {
 void p2z_fs_count(struct p2z_fs *fs, enum p2z_fs_stat_op op, uint64_t t0,
 		  ssize_t ret)
 {
-	bool sized = op == P2Z_FS_STAT_READ || op == P2Z_FS_STAT_WRITE;
+	bool sized = op == P2Z_FS_STAT_READ || op == P2Z_FS_STAT_WRITE ||
+		     op == P2Z_FS_STAT_WRITE_COPY;
 
 	p2z_stat_add(&fs->stats[op], t0, sized || ret < 0 ? ret : 0, sized);
 }

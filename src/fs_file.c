@@ -654,6 +654,8 @@ static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
 	const struct fuse_buf *b = &in->buf[in->idx];
 	const char *mem = (const char *)b->mem + in->off;
 	uintptr_t align = p2z_zone_buf_align(fs->zt);
+	uint64_t t0;
+	ssize_t ret;
 
 	if (align < P2Z_ZONE_BUF_MIN_ALIGN)
 		align = P2Z_ZONE_BUF_MIN_ALIGN;
@@ -662,11 +664,14 @@ static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
 		*data = mem;
 		return (ssize_t)(b->size - in->off);
 	}
+	t0 = p2z_stat_now();
 	*buf = p2z_fs_pool_get(&fs->pool);
 	if (!*buf)
 		return -ENOMEM;
 	*data = *buf;
-	return p2z_fs_copy_in(*buf, in);
+	ret = p2z_fs_copy_in(*buf, in);
+	p2z_fs_count(fs, P2Z_FS_STAT_WRITE_COPY, t0, ret);
+	return ret;
 }
 
 /*
@@ -694,6 +699,7 @@ static int p2z_fs_wr_hold(struct p2z_zone_wr *wr)
 {
 	struct p2z_fs_wr *w = (struct p2z_fs_wr *)wr;
 	struct p2z_fs_worker *self = p2z_fs_worker_self();
+	uint64_t t0;
 
 	if (w->buf || w->rbuf)
 		return 0;
@@ -703,11 +709,13 @@ static int p2z_fs_wr_hold(struct p2z_zone_wr *wr)
 		return 0;
 	if (wr->len > P2Z_FS_BUF_BYTES)
 		return -EINVAL;
+	t0 = p2z_stat_now();
 	w->buf = p2z_fs_pool_get(&w->fs->pool);
 	if (!w->buf)
 		return -ENOMEM;
 	memcpy(w->buf, wr->buf, wr->len);
 	wr->buf = w->buf;
+	p2z_fs_count(w->fs, P2Z_FS_STAT_WRITE_COPY, t0, (ssize_t)wr->len);
 	return 0;
 }
 

@@ -91,6 +91,7 @@ enum p2z_fs_stat_op {
 	P2Z_FS_STAT_STATFS,
 	P2Z_FS_STAT_XATTR,
 	P2Z_FS_STAT_INVAL,
+	P2Z_FS_STAT_WRITE_COPY, /* writes whose data the daemon copied */
 	P2Z_FS_STAT_NR,
 };
 
