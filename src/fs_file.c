@@ -640,6 +640,25 @@ static ssize_t p2z_fs_copy_in(void *buf, struct fuse_bufvec *in)
 }
 
 /*
+ * The one copy of a write's data the daemon makes, into a pool buffer,
+ * *@buf (left to the caller to put back, failed or not), counted as
+ * fs.write_copy. Return: the length, or -errno.
+ */
+static ssize_t p2z_fs_copy_to_pool(struct p2z_fs *fs, struct fuse_bufvec *in,
+				   void **buf)
+{
+	uint64_t t0 = p2z_stat_now();
+	ssize_t ret;
+
+	*buf = p2z_fs_pool_get(&fs->pool);
+	if (!*buf)
+		return -ENOMEM;
+	ret = p2z_fs_copy_in(*buf, in);
+	p2z_fs_count(fs, P2Z_FS_STAT_WRITE_COPY, t0, ret);
+	return ret;
+}
+
+/*
  * Where the request's data is for the device: in place, where libfuse read
  * it into memory (right after the request header), if the device takes it
  * at that address as it is (NVMe passthrough on a normal namespace: dwords),
@@ -654,7 +673,6 @@ static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
 	const struct fuse_buf *b = &in->buf[in->idx];
 	const char *mem = (const char *)b->mem + in->off;
 	uintptr_t align = p2z_zone_buf_align(fs->zt);
-	uint64_t t0;
 	ssize_t ret;
 
 	if (align < P2Z_ZONE_BUF_MIN_ALIGN)
@@ -664,13 +682,8 @@ static ssize_t p2z_fs_write_data(struct p2z_fs *fs, struct fuse_bufvec *in,
 		*data = mem;
 		return (ssize_t)(b->size - in->off);
 	}
-	t0 = p2z_stat_now();
-	*buf = p2z_fs_pool_get(&fs->pool);
-	if (!*buf)
-		return -ENOMEM;
+	ret = p2z_fs_copy_to_pool(fs, in, buf);
 	*data = *buf;
-	ret = p2z_fs_copy_in(*buf, in);
-	p2z_fs_count(fs, P2Z_FS_STAT_WRITE_COPY, t0, ret);
 	return ret;
 }
 
@@ -699,7 +712,8 @@ static int p2z_fs_wr_hold(struct p2z_zone_wr *wr)
 {
 	struct p2z_fs_wr *w = (struct p2z_fs_wr *)wr;
 	struct p2z_fs_worker *self = p2z_fs_worker_self();
-	uint64_t t0;
+	struct fuse_bufvec src = FUSE_BUFVEC_INIT(wr->len);
+	ssize_t ret;
 
 	if (w->buf || w->rbuf)
 		return 0;
@@ -707,15 +721,11 @@ static int p2z_fs_wr_hold(struct p2z_zone_wr *wr)
 		w->rbuf = p2z_fs_worker_take_buf(self, wr->buf, wr->len);
 	if (w->rbuf)
 		return 0;
-	if (wr->len > P2Z_FS_BUF_BYTES)
-		return -EINVAL;
-	t0 = p2z_stat_now();
-	w->buf = p2z_fs_pool_get(&w->fs->pool);
-	if (!w->buf)
-		return -ENOMEM;
-	memcpy(w->buf, wr->buf, wr->len);
+	src.buf[0].mem = (void *)wr->buf;
+	ret = p2z_fs_copy_to_pool(w->fs, &src, &w->buf);
+	if (ret < 0)
+		return (int)ret;
 	wr->buf = w->buf;
-	p2z_fs_count(w->fs, P2Z_FS_STAT_WRITE_COPY, t0, (ssize_t)wr->len);
 	return 0;
 }
 

@@ -195,8 +195,8 @@ static bool p2z_fs_rbuf_ours(void)
 
 int p2z_fs_rbufs_init(struct p2z_fs *fs)
 {
-	long page = sysconf(_SC_PAGESIZE);
-	size_t align = page > 0 ? (size_t)page : 4096;
+	/* fs->page_bytes is set before the pools are (p2z_fs_alloc()). */
+	size_t align = fs->page_bytes ? (size_t)fs->page_bytes : 4096;
 	size_t max = 256 * align + 0x1000;
 
 	return p2z_fs_pool_init(&fs->rbufs, align + (max < 8192 ? 8192 : max),
