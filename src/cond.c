@@ -22,6 +22,17 @@ int p2z_cond_init_monotonic(pthread_cond_t *cond)
 	return -ret;
 }
 
+void p2z_cond_deadline(long ms, struct timespec *ts)
+{
+	clock_gettime(CLOCK_MONOTONIC, ts);
+	ts->tv_sec += ms / 1000;
+	ts->tv_nsec += (ms % 1000) * 1000000L;
+	if (ts->tv_nsec >= 1000000000L) {
+		ts->tv_sec++;
+		ts->tv_nsec -= 1000000000L;
+	}
+}
+
 /* What a thread runs before it sleeps on another (p2z_cond_on_sleep()). */
 static __thread void (*p2z_cond_hook)(void *);
 static __thread void *p2z_cond_hook_arg;

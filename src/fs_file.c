@@ -125,7 +125,7 @@ void p2z_fs_pool_put(struct p2z_fs_pool *p, void *buf)
  * descriptor, in the common case) to be released. Bounded: a file kept by
  * a mapping or a dup()ed descriptor is flushed long before its release.
  */
-#define P2Z_FS_RELEASE_WAIT_NS 500000000L
+#define P2Z_FS_RELEASE_WAIT_MS 500L
 
 void p2z_fs_wait_releases(struct p2z_fs *fs)
 {
@@ -133,12 +133,7 @@ void p2z_fs_wait_releases(struct p2z_fs *fs)
 
 	if (!fs->zt->opts.explicit_open)
 		return;
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_nsec += P2Z_FS_RELEASE_WAIT_NS;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
+	p2z_cond_deadline(P2Z_FS_RELEASE_WAIT_MS, &end);
 	pthread_mutex_lock(&fs->closing_lock);
 	while (fs->nr_closing &&
 	       p2z_cond_timedwait(&fs->closing_cond, &fs->closing_lock, &end) !=

@@ -142,13 +142,7 @@ static bool p2z_remount_wait(struct p2z_remount *rm, long ms)
 	struct timespec end;
 	bool armed;
 
-	clock_gettime(CLOCK_MONOTONIC, &end);
-	end.tv_sec += ms / 1000;
-	end.tv_nsec += (ms % 1000) * 1000000L;
-	if (end.tv_nsec >= 1000000000L) {
-		end.tv_sec++;
-		end.tv_nsec -= 1000000000L;
-	}
+	p2z_cond_deadline(ms, &end);
 	pthread_mutex_lock(&rm->lock);
 	while (rm->armed &&
 	       pthread_cond_timedwait(&rm->cond, &rm->lock, &end) != ETIMEDOUT)

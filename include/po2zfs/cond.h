@@ -20,6 +20,13 @@
 int p2z_cond_init_monotonic(pthread_cond_t *cond);
 
 /**
+ * p2z_cond_deadline() - the deadline of a timed wait on such a variable
+ * @ms: milliseconds from now (>= 0)
+ * @ts: set to the CLOCK_MONOTONIC time @ms from now
+ */
+void p2z_cond_deadline(long ms, struct timespec *ts);
+
+/**
  * p2z_cond_on_sleep() - what the calling thread runs before it sleeps
  *			 waiting for another thread
  * @fn: called (with @arg) by p2z_cond_sleeping(), p2z_cond_wait() and
