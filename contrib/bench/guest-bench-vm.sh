@@ -31,9 +31,11 @@
 #
 # Parts (BENCH_PARTS): "qd1" is the above; "conc" the concurrency jobs of
 # issue 22 on the same mounts (fio randread 4k direct io_uring QD16 on one
-# zone file, 4 direct and 4 buffered psync readers on 4 zone files, 4
-# direct 128 KiB appenders on 4 zone files; p2z_nullfs at QD16, with and
-# without async direct I/O, as FUSE's bound); "blk" po2zfs-blk: fio on the
+# zone file, 4 direct and 4 buffered psync readers on 4 zone files, the
+# buffered ones timed and with the same reads in every variant, 4 direct
+# 128 KiB appenders on 4 zone files; p2z_nullfs at QD16, with and
+# without async direct I/O, as FUSE's bound; raw passthrough's QD16 and
+# 4 QD1 readers and 4 writers, the device's side); "blk" po2zfs-blk: fio on the
 # /dev/ublkbN of nsid 4 (npo2) against nsid 5's block device (po2, the
 # kernel's) and raw passthrough on nsid 4 (zones 12 and up), randread 4k
 # QD1 and QD16 and 4 sequential writers on 4 zones (zonemode=zbd); the
@@ -309,6 +311,11 @@ raw_ap4() {
 # the timed random reads: BENCH_SECS seconds over the first CM MiB
 RR=(--rw=randread --bs=4k --size="${CM}M" --time_based
 	--runtime="$BENCH_SECS" --norandommap --randrepeat=0)
+# bs4: the buffered readers' same reads in every variant, CM * 3/8 MiB
+# each (fio's repeatable offsets), so that every variant finds the same
+# pages in the page cache: timed, a faster reader reads more of its CM
+# MiB and so finds more of it cached, and its rate runs ahead of its cost
+BS4=$((CM * 3 / 8 > 0 ? CM * 3 / 8 : 1))
 
 # conc_prep VARIANT: CM MiB in each reader's zone file
 conc_prep() {
@@ -351,9 +358,27 @@ conc_job() { # round variant job
 			--ioengine=io_uring --iodepth=16 --name=qd16 \
 			--filename="$d/4"
 		;;
-	dr4 | br4)
+	dr4 | br4 | bs4)
+		if [[ $v == raw-* ]]; then
+			# dr4's device side: 4 QD1 readers of zone RAWR
+			local ns=1
+			[ "$v" = raw-po2 ] && ns=3
+			for i in $READF; do a+=(--name="$job-$i"); done
+			fio_run "$r" "$v" "$job" read 1 "${RR[@]}" \
+				--ioengine=io_uring_cmd --cmd_type=nvme \
+				--filename="${NG[$ns]}" --iodepth=1 \
+				--offset=$((RAWR * ${ZS[$ns]})) --group_reporting "${a[@]}"
+			return
+		fi
 		[ "$job" = dr4 ] || echo 3 >/proc/sys/vm/drop_caches
 		for i in $READF; do a+=(--name="$job-$i" --filename="$d/$i"); done
+		if [ "$job" = bs4 ]; then
+			fio_run "$r" "$v" "$job" read $((4 * BS4 * M)) \
+				--rw=randread --bs=4k --size="${CM}M" \
+				--io_size="${BS4}M" --norandommap --randrepeat=1 \
+				--ioengine=psync --direct=0 --group_reporting "${a[@]}"
+			return
+		fi
 		fio_run "$r" "$v" "$job" read 1 "${RR[@]}" --ioengine=psync \
 			--direct="$([ "$job" = dr4 ] && echo 1 || echo 0)" \
 			--group_reporting "${a[@]}"
@@ -1015,6 +1040,7 @@ grid() { # rows cols [file]
 CROWS="qd16|randread 4k direct, io_uring QD16, one file"
 CROWS+=";dr4|randread 4k direct, 4 psync jobs, 4 zones"
 CROWS+=";br4|randread 4k buffered, 4 psync jobs, 4 zones"
+CROWS+=";bs4|randread 4k buffered, 4 psync jobs, 4 zones, the same reads"
 CROWS+=";ap4|append 128k direct, 4 psync jobs, 4 zones"
 BROWS="rr1|randread 4k direct, io_uring QD1"
 BROWS+=";rr16|randread 4k direct, io_uring QD16"
@@ -1024,21 +1050,23 @@ conc_table() {
 	echo
 	echo "Concurrency (issue 22): fio, ${BENCH_SECS} s per reader job over" \
 		"the first $CM MiB of a zone file; appenders $CM MiB per zone" \
-		"file, reset first; MiB/s medians, ratios the median of the" \
+		"file, reset first; the same reads: $BS4 MiB per buffered" \
+		"reader, the same offsets in every variant (fio randrepeat)," \
+		"untimed; MiB/s medians, ratios the median of the" \
 		"per-round ratios:"
 	echo
 	grid "$CROWS" "zonefs|zonefs;po2|po2zfs po2;po2/zonefs|ratio;npo2|po2zfs npo2;npo2/zonefs|ratio;npo2/po2|npo2 / po2"
 	echo
 	echo "The device's side through passthrough, which po2zfs uses: raw" \
-		"(fio io_uring_cmd) QD16 random reads over the first $CM MiB of" \
-		"zone $RAWR, and 4 writers (Write commands, zonemode=zbd) on 4" \
+		"(fio io_uring_cmd) QD16 random reads, and 4 QD1 readers, over" \
+		"the first $CM MiB of zone $RAWR, and 4 writers (Write commands, zonemode=zbd) on 4" \
 		"zones of each namespace in commands of 128 KiB, or where the" \
 		"transfer limit is smaller ($((MAXT[3] / 1024)) KiB on ns3," \
 		"$((MAXT[1] / 1024)) KiB on ns1) in the two commands po2zfs" \
 		"splits a 128 KiB append into, half of the commands each; raw" \
 		"npo2 / raw po2 is the device's bound of po2zfs npo2 / po2:"
 	echo
-	grid "qd16|randread 4k, QD16;ap4|append 128k direct, 4 writers, 4 zones" "raw-po2|raw po2;raw-npo2|raw npo2;raw-npo2/raw-po2|raw npo2 / po2;npo2/po2|po2zfs npo2 / po2;po2/raw-po2|po2zfs po2 / raw;npo2/raw-npo2|po2zfs npo2 / raw"
+	grid "qd16|randread 4k, QD16;dr4|randread 4k, 4 QD1 readers;ap4|append 128k direct, 4 writers, 4 zones" "raw-po2|raw po2;raw-npo2|raw npo2;raw-npo2/raw-po2|raw npo2 / po2;npo2/po2|po2zfs npo2 / po2;po2/raw-po2|po2zfs po2 / raw;npo2/raw-npo2|po2zfs npo2 / raw"
 	echo
 	echo "The bound on passthrough: a request costs FUSE's work (null's," \
 		"at best; null adio's at QD16) and the device's through" \
@@ -1048,6 +1076,7 @@ conc_table() {
 		"round, as a ratio to zonefs:"
 	echo
 	grid "qd16|randread 4k direct, io_uring QD16, one file" "nulla~raw-po2/zonefs|bound po2 / zonefs;po2/zonefs|po2zfs po2 / zonefs;nulla~raw-npo2/zonefs|bound npo2 / zonefs;npo2/zonefs|po2zfs npo2 / zonefs"
+	grid "dr4|randread 4k direct, 4 psync jobs, 4 zones" "null~raw-po2/zonefs|bound po2 / zonefs;po2/zonefs|po2zfs po2 / zonefs;null~raw-npo2/zonefs|bound npo2 / zonefs;npo2/zonefs|po2zfs npo2 / zonefs" | tail -n 1
 	grid "ap4|append 128k direct, 4 psync jobs, 4 zones" "null~raw-po2/zonefs|bound po2 / zonefs;po2/zonefs|po2zfs po2 / zonefs;null~raw-npo2/zonefs|bound npo2 / zonefs;npo2/zonefs|po2zfs npo2 / zonefs" | tail -n 1
 	echo
 	echo "FUSE's bound (p2z_nullfs, the same jobs; null: po2zfs's" \
@@ -1245,13 +1274,13 @@ for r in $(seq "$BENCH_ROUNDS"); do
 		done
 		k=$((k + 1))
 	done
-	for job in qd16 dr4 br4 ap4; do
+	for job in qd16 dr4 br4 bs4 ap4; do
 		[ ${#CVARS[@]} -gt 0 ] || break
 		# shellcheck disable=SC2046
 		for v in $(rotate "$r" $((r + k)) "${CVARS[@]}"); do
 			[ "$v" != nulla ] || [ $job = qd16 ] || continue
 			[[ $v != raw-* ]] || [ $job = ap4 ] || [ $job = qd16 ] ||
-				continue
+				[ $job = dr4 ] || continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
 			conc_job "$r" "$v" $job
 		done
