@@ -6,8 +6,9 @@
 # lands inside writes, and its zone append limit of 64 KiB splits records
 # into several commands, so a kill between them tears a record (as on the
 # nvme backend). Same checks as 1001; in addition at least one cycle must
-# have left a record on the medium just past the write pointer (proof that
-# the window was hit), which the new mount never shows.
+# have left data of its own on the medium just past the write pointer (a
+# record's header, or the rest of the torn record that ends the zone: proof
+# that the window was hit), which the new mount never shows.
 # Long run: P2Z_CRASH_CYCLES=100 P2Z_BUILD=build bash tests/func/1002.sh
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/crash.sh"

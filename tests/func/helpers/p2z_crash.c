@@ -16,9 +16,10 @@
  *	below), prints one summary line, exits 1 on any violation. "R zone
  *	cycle" lines in LOG (written by the test when it resets a zone) drop
  *	the records of earlier cycles in that zone. With IMAGE (an emulated
- *	device image), also counts zones whose raw image holds a record of
- *	CYCLE just past the write pointer: a write that reached the medium
- *	but whose write pointer update was lost with the daemon.
+ *	device image), also counts zones whose raw image holds data of
+ *	CYCLE just past the write pointer (a record's header, or the rest
+ *	of the torn record that ends the zone): a write that reached the
+ *	medium but whose write pointer update was lost with the daemon.
  *
  * Record: a 64-byte header (magic, zone, writer, cycle, seq, length,
  * FNV-1a 64 of the payload, FNV-1a 64 of the header) and a payload that is
@@ -256,6 +257,10 @@ struct cr_stream {
 struct cr_zone {
 	int64_t reset_cycle; /* records of cycles below it are gone */
 	uint32_t max_cycle;
+	/* a torn record ends the zone: its key, length and prefix bytes */
+	bool tail_torn;
+	uint32_t tail_writer, tail_cycle, tail_seq, tail_len;
+	uint64_t tail_prefix;
 	struct cr_stream *st; /* [cycle * CR_MAX_WRITERS + writer] */
 };
 
@@ -434,6 +439,16 @@ static void parse_zone(struct cr_verify *v, uint32_t zone, const char *data,
 			s->torn = true;
 			s->torn_bytes = p;
 			v->torn++;
+			if (ofs + p == size) {
+				struct cr_zone *z = &v->z[zone];
+
+				z->tail_torn = true;
+				z->tail_writer = h->writer;
+				z->tail_cycle = h->cycle;
+				z->tail_seq = h->seq;
+				z->tail_len = h->len;
+				z->tail_prefix = p;
+			}
 			ofs += p;
 			continue;
 		}
@@ -488,12 +503,19 @@ static void check_streams(struct cr_verify *v, uint32_t zone)
 	}
 }
 
-/* Raw image: a record of this cycle just past the write pointer? */
+/*
+ * Raw image: data of this cycle just past the write pointer? Either the
+ * header of a record whose first command was cut, or the rest of the torn
+ * record that ends the zone (a later command of it was cut). Either is on
+ * the medium only if the kill fell between a command's data and its write
+ * pointer.
+ */
 static void check_past_wp(struct cr_verify *v, const char *image,
 			  const char *path, uint32_t zone, uint64_t size)
 {
 	uint64_t zidx = 0, zsize = 0, nzones = 0, data_ofs;
-	char root[4096];
+	const struct cr_zone *z = &v->z[zone];
+	char root[4096], *ref, got[512];
 	struct cr_hdr h;
 	struct stat st;
 	int fd;
@@ -512,11 +534,19 @@ static void check_past_wp(struct cr_verify *v, const char *image,
 			close(fd);
 		return;
 	}
-	data_ofs = st.st_size - nzones * zsize;
-	if (pread(fd, &h, sizeof(h), data_ofs + zidx * zsize + size) ==
-		    sizeof(h) &&
-	    hdr_valid(&h) && h.zone == zone && h.cycle == v->cycle)
+	data_ofs = st.st_size - nzones * zsize + zidx * zsize + size;
+	if (pread(fd, &h, sizeof(h), data_ofs) == sizeof(h) && hdr_valid(&h) &&
+	    h.zone == zone && h.cycle == v->cycle) {
 		v->past_wp++;
+	} else if (z->tail_torn && z->tail_cycle == v->cycle &&
+		   pread(fd, got, sizeof(got), data_ofs) == sizeof(got)) {
+		ref = p2z_xalloc(CR_ALIGN, CR_MAX_REC);
+		rec_build(ref, zone, z->tail_writer, z->tail_cycle, z->tail_seq,
+			  z->tail_len);
+		if (!memcmp(ref + z->tail_prefix, got, sizeof(got)))
+			v->past_wp++;
+		free(ref);
+	}
 	close(fd);
 }
 
