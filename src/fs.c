@@ -817,11 +817,15 @@ out_destroy_attr_lock:
 int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 		 struct p2z_fs **fsp)
 {
+	long page = sysconf(_SC_PAGESIZE);
 	struct timespec now;
 	struct p2z_fs *fs;
 	uint64_t ino;
 	int ret;
 
+	/* Pools align to it, offsets round down to it: a power of two. */
+	if (page <= 0 || page & (page - 1))
+		return -EINVAL;
 	fs = calloc(1, sizeof(*fs));
 	if (!fs)
 		return -ENOMEM;
@@ -829,7 +833,7 @@ int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 	fs->geom = &zt->geom;
 	fs->opts = *opts;
 	fs->nr_inodes = P2Z_FS_INO_ZONE0 + zt->geom.nr_zones;
-	fs->page_bytes = (uint64_t)sysconf(_SC_PAGESIZE);
+	fs->page_bytes = (uint64_t)page;
 	fs->attrs = calloc(fs->nr_inodes, sizeof(*fs->attrs));
 	fs->writers = calloc(zt->geom.nr_zones, sizeof(*fs->writers));
 	ret = fs->attrs && fs->writers ? p2z_fs_init_locks(fs) : -ENOMEM;

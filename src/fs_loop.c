@@ -195,12 +195,11 @@ static bool p2z_fs_rbuf_ours(void)
 
 int p2z_fs_rbufs_init(struct p2z_fs *fs)
 {
-	/* fs->page_bytes is set before the pools are (p2z_fs_alloc()). */
-	size_t align = fs->page_bytes ? (size_t)fs->page_bytes : 4096;
-	size_t max = 256 * align + 0x1000;
+	/* A page, checked by p2z_fs_alloc() before the pools are made. */
+	size_t align = (size_t)fs->page_bytes;
 
-	return p2z_fs_pool_init(&fs->rbufs, align + (max < 8192 ? 8192 : max),
-				align, P2Z_FS_RBUF_CACHE);
+	return p2z_fs_pool_init(&fs->rbufs, align + 256 * align + 0x1000, align,
+				P2Z_FS_RBUF_CACHE);
 }
 
 /* The most libfuse reads into a request buffer of @p. */

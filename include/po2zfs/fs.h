@@ -83,7 +83,7 @@ struct fuse_lowlevel_ops;
  * @opts: ownership and modes
  * @fsp: result, the userdata to give fuse_session_new()
  *
- * Return: 0 or -ENOMEM.
+ * Return: 0, -ENOMEM, or -EINVAL if the page size is not a power of two.
  */
 int p2z_fs_alloc(struct p2z_zone_table *zt, const struct p2z_fs_opts *opts,
 		 struct p2z_fs **fsp);

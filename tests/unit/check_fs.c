@@ -684,6 +684,7 @@ START_TEST(test_pool_rbufs)
 	void *b;
 
 	memset(&fs, 0, sizeof(fs));
+	fs.page_bytes = page; /* what p2z_fs_alloc() sets */
 	ck_assert_int_eq(p2z_fs_rbufs_init(&fs), 0);
 	ck_assert_uint_eq(fs.rbufs.align, page);
 	ck_assert_uint_eq(fs.rbufs.bytes, page + 256 * page + 4096);
