@@ -259,13 +259,18 @@ APPF="11 12 13 14"
 # if fio failed or moved fewer than BYTES
 FIO_PRE=()
 fio_run() {
-	local r=$1 v=$2 job=$3 sec=$4 want=$5 out n io mib clat
+	local r=$1 v=$2 job=$3 sec=$4 want=$5 out n io mib clat st=
 
 	shift 5
 	out=$J/r$r-$v-$job.json
+	# a po2zfs mount's own counters of this job (user.dev.stats)
+	[[ $v == po2* || $v == npo2* ]] && st=/mnt/$v
+	[ -z "$st" ] || setfattr -n user.dev.stats -v 0 "$st" 2>/dev/null
 	"${FIO_PRE[@]}" fio --output-format=json --output="$out" "$@" \
 		>"$out.err" 2>&1
 	n=$?
+	[ -z "$st" ] || getfattr --only-values -n user.dev.stats "$st" \
+		>"${out%.json}.stats" 2>/dev/null
 	io=0 mib=0.000 clat=0
 	[ $n != 0 ] || read -r io mib clat < <(fio_result "$out" "$sec")
 	if [ $n = 0 ] && [ "${io:-0}" -ge "$want" ] && [ "$mib" != 0.000 ]; then
@@ -759,6 +764,60 @@ conc_prof() {
 	} >"$B/cprof.md"
 }
 
+# sys_prof: the whole guest under perf record -a (cpu-clock, no
+# tracepoints) during one more run of the 4 direct readers on zonefs, po2
+# and null, outside the medians: the share of the samples of the idle
+# task, fio, the daemon and the rest, and fio's and the daemon's CPU µs
+# per read (share x vCPUs x the job's seconds / reads)
+sys_prof() {
+	local v o io n d cpus
+
+	command -v perf >/dev/null || return 0
+	cpus=$(nproc)
+	: >"$B/sprof-rows"
+	for v in zonefs po2 null; do
+		[[ " ${CVARS[*]} " == *" $v "* ]] || continue
+		[ "$SECONDS" -le "$BENCH_BUDGET" ] || break
+		o=$J/sprof-$v-dr4
+		FIO_PRE=(perf record -q -a -e cpu-clock -F 2000 -o "$o.data" --)
+		RES2=$B/results-prof conc_job a "$v" dr4
+		FIO_PRE=()
+		read -r io _ _ < <(fio_result "$J/ra-$v-dr4.json" read)
+		n=$((${io:-0} / 4096))
+		[ "$n" -gt 0 ] || continue
+		case $v in
+		po2) d=po2zfs ;;
+		null) d=p2z_nullfs ;;
+		*) d=- ;;
+		esac
+		perf report -i "$o.data" --stdio --no-children --sort comm \
+			2>/dev/null | awk -v v="$v" -v n="$n" -v d="$d" \
+			-v us="$(awk -v c="$cpus" -v s="$BENCH_SECS" -v n="$n" \
+				'BEGIN { print c * s * 1e6 / n / 100 }')" '
+			/^ +[0-9.]+%/ { p = $1 + 0
+				if ($2 == "swapper") idle += p
+				else if ($2 == "fio") fio += p
+				else if ($2 == d) dm += p
+				else other += p }
+			END { printf "| %s | %d | %.1f | %.1f | %s | %.1f | %.0f | %s |\n",
+				v, n, idle, fio, d == "-" ? "-" : sprintf("%.1f", dm),
+				other, fio * us, d == "-" ? "-" : sprintf("%.0f", dm * us) }' \
+			>>"$B/sprof-rows"
+	done
+	[ -s "$B/sprof-rows" ] || return 0
+	{
+		echo
+		echo "The whole guest during the 4 direct readers (one more run," \
+			"outside the medians, under perf record -a -e cpu-clock):" \
+			"% of the samples of both vCPUs by command (idle: the idle" \
+			"task), and fio's and the daemon's CPU µs per read:"
+		echo
+		echo "| variant | reads | idle % | fio % | daemon % | other % | fio µs/read | daemon µs/read |"
+		echo "|---|---|---|---|---|---|---|---|"
+		cat "$B/sprof-rows"
+	} >"$B/sprof.md"
+}
+
 # ---- tables ----
 
 # medians and ratios from the lines of $RES
@@ -1095,6 +1154,55 @@ conc_table() {
 	grid "$CROWS" "zonefs@clat|zonefs;po2@clat|po2zfs po2;npo2@clat|po2zfs npo2;null@clat|null;nulla@clat|null adio"
 }
 
+# conc_stats: where a request's time goes, last round: fio's completion
+# latency per I/O against the daemon's time per FUSE request from its
+# receipt to its reply (fs.*), of which in the device (dev.*, submission
+# to completion as the daemon sees it), from user.dev.stats; beside them
+# null's and raw's latency in the same round (FUSE alone, the device
+# alone through passthrough)
+conc_stats() {
+	local job v st fsl dvl clat nclat rclat io bs
+
+	echo
+	echo "Inside the daemon, round $DONE (user.dev.stats): fio's" \
+		"completion latency per I/O, the daemon's FUSE requests per" \
+		"I/O and its µs per request from receipt to reply, of which in" \
+		"the device; null's and raw's latency in the same round:"
+	echo
+	echo "| job | variant | fio clat µs | requests per I/O | µs in the daemon | µs in device | null clat µs | raw clat µs |"
+	echo "|---|---|---|---|---|---|---|---|"
+	for job in qd16 dr4 bs4 br4 ap4; do
+		for v in po2 npo2; do
+			st=$J/r$DONE-$v-$job.stats
+			[ -s "$st" ] || continue
+			[ $job = ap4 ] && fsl=fs.write || fsl=fs.read
+			[ $job = ap4 ] && dvl="dev.append|dev.write" || dvl=dev.read
+			[ $job = ap4 ] && bs=131072 || bs=4096
+			read -r io _ < <(fio_result "$J/r$DONE-$v-$job.json" \
+				"$([ $job = ap4 ] && echo write || echo read)")
+			clat=$(awk -v r="$DONE" -v v="$v" -v j="$job" \
+				'$1 == r && $2 == v && $3 == j { print $5 }' "$RES2")
+			nclat=$(awk -v r="$DONE" -v j="$job" \
+				'$1 == r && $2 == "null" && $3 == j { print $5 }' "$RES2")
+			rclat=$(awk -v r="$DONE" -v v="raw-$v" -v j="$job" \
+				'$1 == r && $2 == v && $3 == j { print $5 }' "$RES2")
+			awk -v job="$job" -v v="$v" -v fsl="$fsl" \
+				-v dvl="^($dvl)\$" -v clat="${clat:--}" \
+				-v nclat="${nclat:--}" -v rclat="${rclat:--}" \
+				-v ios="$((${io:-0} / bs))" '
+			function val(line, k,   i, a) {
+				for (i = 2; i <= split(line, a, " "); i++)
+					if (index(a[i], k "=") == 1)
+						return substr(a[i], length(k) + 2)
+				return 0 }
+			$1 == fsl { nr = val($0, "nr"); us = val($0, "avg_us") }
+			$1 ~ dvl { dnr += val($0, "nr"); dus += val($0, "avg_us") * val($0, "nr") }
+			END { if (nr) printf "| %s | %s | %s | %.2f | %d | %.0f | %s | %s |\n",
+				job, v, clat, ios ? nr / ios : 0, us, dus / nr, nclat, rclat }' "$st"
+		done
+	done
+}
+
 blk_table() {
 	local c
 
@@ -1347,6 +1455,7 @@ stats_table() {
 	has_part blk && blk_table
 	ab_table
 	has_part qd1 && stats_table
+	has_part conc && conc_stats
 } | sed 's/^/P2Z-TABLE /'
 
 # The profiles come after the medians are out: perf's tracepoints have
@@ -1354,7 +1463,8 @@ stats_table() {
 # to enable them), which must not cost the table above.
 has_part blk && blk_prof
 has_part conc && conc_prof
-for f in "$B/cprof.md" "$B/prof.md"; do
+has_part conc && sys_prof
+for f in "$B/cprof.md" "$B/sprof.md" "$B/prof.md"; do
 	[ ! -s "$f" ] || sed 's/^/P2Z-TABLE /' "$f"
 done
 

@@ -29,7 +29,8 @@
 #                      on the guest's tmpfs), the kernel's zoned null_blk
 #                      and, with P2Z_BENCH_PROFILE=1 and perf on the
 #                      host, a profile of each job, and of the FUSE
-#                      daemons' QD16 reader and 4 appenders (off by
+#                      daemons' QD16 reader, 4 appenders, 4 buffered
+#                      readers and the whole guest's 4 direct readers (off by
 #                      default: perf under TCG once crashed a guest,
 #                      int3 oops)
 #   P2Z_BENCH_SECS     seconds per timed reader job of conc and blk
