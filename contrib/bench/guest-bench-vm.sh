@@ -14,7 +14,11 @@
 # /dev/ngXnY), npo2 (po2zfs on nsid 1's), raw-po2 and raw-npo2 (fio's
 # io_uring_cmd engine on the same generic devices, zones 8 and up, which
 # the mounts do not use), null (p2z_nullfs: FUSE with po2zfs's settings
-# and no device, the floor any FUSE filesystem stands on). All mounted at
+# and no device, the floor any FUSE filesystem stands on), with the conc
+# part nulld (p2z_nullfs --device: the same, each read one synchronous
+# NVMe Read passthrough command on nsid 3's generic device in the thread
+# that received it, the least a FUSE filesystem on it does; the readers'
+# jobs only). All mounted at
 # once. Per round, per I/O size:
 # a direct append to a freshly reset zone file, a direct read and a
 # buffered read of it (after drop_caches), every variant once, in an order
@@ -59,7 +63,7 @@ B=/tmp/bench
 J=$B/json
 RES=$B/results
 RES2=$B/results-conc
-mkdir -p "$J" /mnt/zonefs /mnt/po2 /mnt/npo2 /mnt/null /mnt/nulla \
+mkdir -p "$J" /mnt/zonefs /mnt/po2 /mnt/npo2 /mnt/null /mnt/nulla /mnt/nulld \
 	/mnt/po2-base /mnt/npo2-base
 : >"$RES"
 : >"$RES2"
@@ -134,11 +138,19 @@ mount_po2zfs() { # variant nsid [binary]
 }
 
 # FUSE alone, with the read-ahead po2zfs sets on its own mounts; variant
-# nulla: with FUSE_CAP_ASYNC_DIO (p2z_nullfs --async-dio)
+# nulla: with FUSE_CAP_ASYNC_DIO (p2z_nullfs --async-dio); nulld: reads
+# from nsid 3's zones (seq/N: zone N), one synchronous passthrough Read
+# per transfer limit (p2z_nullfs --device)
 mount_null() { # [variant]
 	local v=${1:-null} dev a=()
 
-	[ "$v" = null ] || a=(--async-dio)
+	case $v in
+	nulla) a=(--async-dio) ;;
+	nulld)
+		a=(--device "${NG[3]}" --zone-bytes "${ZS[3]}"
+			--max-transfer "${MAXT[3]}")
+		;;
+	esac
 	p2z_nullfs "${a[@]}" "/mnt/$v" >"$B/daemon-$v.log" 2>&1 &
 	PID[$v]=$!
 	if ! wait_mount "$v"; then
@@ -1151,7 +1163,16 @@ conc_table() {
 	echo
 	echo "Completion latency per request (fio clat mean, µs, median of the rounds):"
 	echo
-	grid "$CROWS" "zonefs@clat|zonefs;po2@clat|po2zfs po2;npo2@clat|po2zfs npo2;null@clat|null;nulla@clat|null adio"
+	grid "$CROWS" "zonefs@clat|zonefs;po2@clat|po2zfs po2;npo2@clat|po2zfs npo2;null@clat|null;nulla@clat|null adio;nulld@clat|null + device"
+	echo
+	echo "The readers' bound measured: null + device (p2z_nullfs" \
+		"--device, po2zfs's FUSE settings, libfuse's multi-threaded" \
+		"loop, each read one synchronous NVMe Read passthrough on" \
+		"nsid 3, po2zfs po2's namespace, in the thread that received it:" \
+		"the least a FUSE filesystem on this device does per read), the" \
+		"same jobs, MiB/s and ratios:"
+	echo
+	grid "dr4|randread 4k direct, 4 psync jobs, 4 zones;br4|randread 4k buffered, 4 psync jobs, 4 zones;bs4|randread 4k buffered, 4 psync jobs, 4 zones, the same reads" "nulld|null + device;nulld/zonefs|null + device / zonefs;po2/zonefs|po2zfs po2 / zonefs;npo2/zonefs|po2zfs npo2 / zonefs;po2/nulld|po2zfs po2 / null + device;npo2/nulld|po2zfs npo2 / null + device"
 }
 
 # conc_stats: where a request's time goes, last round: fio's completion
@@ -1322,6 +1343,7 @@ fi
 CVARS=() BVARS=()
 if has_part conc; then
 	mount_null nulla && VARS+=(nulla)
+	[ -n "${NG[3]:-}" ] && mount_null nulld && VARS+=(nulld)
 	for v in "${VARS[@]}"; do
 		if conc_prep "$v"; then
 			CVARS+=("$v")
@@ -1375,7 +1397,7 @@ for r in $(seq "$BENCH_ROUNDS"); do
 			# shellcheck disable=SC2046
 			for v in $(rotate "$r" $((r + k)) "${VARS[@]}"); do
 				[ "$op" != bread ] || [[ $v != raw-* ]] || continue
-				[ "$v" != nulla ] || continue
+				[[ $v != null[ad] ]] || continue
 				[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 4
 				run_job "$r" "$v" $op "$bs" $k
 			done
@@ -1387,6 +1409,8 @@ for r in $(seq "$BENCH_ROUNDS"); do
 		# shellcheck disable=SC2046
 		for v in $(rotate "$r" $((r + k)) "${CVARS[@]}"); do
 			[ "$v" != nulla ] || [ $job = qd16 ] || continue
+			[ "$v" != nulld ] || [[ $job == ?r4 || $job = bs4 ]] ||
+				continue
 			[[ $v != raw-* ]] || [ $job = ap4 ] || [ $job = qd16 ] ||
 				[ $job = dr4 ] || continue
 			[ "$SECONDS" -le "$BENCH_BUDGET" ] || break 3
@@ -1475,7 +1499,7 @@ for v in blk blk-emu blk-emu512 blk-nullz blk-base; do
 	timeout 60 "$b" del "${BDEV[$v]#/dev/ublkb}" </dev/null ||
 		say "$b del ${BDEV[$v]} failed"
 done
-for v in po2 npo2 po2-base npo2-base null nulla; do
+for v in po2 npo2 po2-base npo2-base null nulla nulld; do
 	mountpoint -q "/mnt/$v" || continue
 	umount "/mnt/$v" || say "umount /mnt/$v failed"
 	wait "${PID[$v]}" || say "po2zfs ($v) exited with $?"
