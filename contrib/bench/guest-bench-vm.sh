@@ -275,8 +275,9 @@ fio_run() {
 
 	shift 5
 	out=$J/r$r-$v-$job.json
-	# a po2zfs mount's own counters of this job (user.dev.stats)
-	[[ $v == po2* || $v == npo2* ]] && st=/mnt/$v
+	# a po2zfs mount's own counters of this job (user.dev.stats), in
+	# the rounds (not in the profiles' runs, rounds p, s, a)
+	[[ $v == po2* || $v == npo2* ]] && [[ $r == [1-9]* ]] && st=/mnt/$v
 	[ -z "$st" ] || setfattr -n user.dev.stats -v 0 "$st" 2>/dev/null
 	"${FIO_PRE[@]}" fio --output-format=json --output="$out" "$@" \
 		>"$out.err" 2>&1
@@ -1175,51 +1176,62 @@ conc_table() {
 	grid "dr4|randread 4k direct, 4 psync jobs, 4 zones;br4|randread 4k buffered, 4 psync jobs, 4 zones;bs4|randread 4k buffered, 4 psync jobs, 4 zones, the same reads" "nulld|null + device;nulld/zonefs|null + device / zonefs;po2/zonefs|po2zfs po2 / zonefs;npo2/zonefs|po2zfs npo2 / zonefs;po2/nulld|po2zfs po2 / null + device;npo2/nulld|po2zfs npo2 / null + device"
 }
 
+# daemon_stats STATS read|write: "requests KiB-per-request µs-per-request
+# µs-in-device-per-request" of a user.dev.stats dump: its FUSE READs
+# (fs.read) or WRITEs (fs.write), from receipt to reply, and of that the
+# device's reads (dev.read) or writes and appends, submission to
+# completion as the daemon sees it; nothing if it has no such request
+daemon_stats() {
+	local fsl=fs.read dvl=dev.read
+
+	[ "$2" = write ] && fsl=fs.write dvl="dev.append|dev.write"
+	awk -v fsl="$fsl" -v dvl="^($dvl)\$" '
+	function val(line, k,   i, a) {
+		for (i = 2; i <= split(line, a, " "); i++)
+			if (index(a[i], k "=") == 1)
+				return substr(a[i], length(k) + 2)
+		return 0 }
+	$1 == fsl { nr = val($0, "nr"); by = val($0, "bytes"); us = val($0, "avg_us") }
+	$1 ~ dvl { dus += val($0, "avg_us") * val($0, "nr") }
+	END { if (nr) printf "%d %.0f %d %.0f\n", nr, by / nr / 1024, us, dus / nr }' "$1"
+}
+
 # conc_stats: where a request's time goes, last round: fio's completion
 # latency per I/O against the daemon's time per FUSE request from its
-# receipt to its reply (fs.*), of which in the device (dev.*, submission
-# to completion as the daemon sees it), from user.dev.stats; beside them
-# null's and raw's latency in the same round (FUSE alone, the device
-# alone through passthrough)
+# receipt to its reply, of which in the device (daemon_stats); beside
+# them null's, raw's and null + device's latency in the same round (FUSE
+# alone, the device alone through passthrough, the two in the least
+# FUSE filesystem on the device)
 conc_stats() {
-	local job v st fsl dvl clat nclat rclat io bs
+	local job v sec bs io nr us dus clat nclat rclat dclat
 
 	echo
 	echo "Inside the daemon, round $DONE (user.dev.stats): fio's" \
 		"completion latency per I/O, the daemon's FUSE requests per" \
 		"I/O and its µs per request from receipt to reply, of which in" \
-		"the device; null's and raw's latency in the same round:"
+		"the device; null's, raw's and null + device's latency in the" \
+		"same round:"
 	echo
-	echo "| job | variant | fio clat µs | requests per I/O | µs in the daemon | µs in device | null clat µs | raw clat µs |"
-	echo "|---|---|---|---|---|---|---|---|"
+	echo "| job | variant | fio clat µs | requests per I/O | µs in the daemon | µs in device | null clat µs | raw clat µs | null + device clat µs |"
+	echo "|---|---|---|---|---|---|---|---|---|"
 	for job in qd16 dr4 bs4 br4 ap4; do
+		sec=read bs=4096
+		[ $job = ap4 ] && sec=write bs=131072
 		for v in po2 npo2; do
-			st=$J/r$DONE-$v-$job.stats
-			[ -s "$st" ] || continue
-			[ $job = ap4 ] && fsl=fs.write || fsl=fs.read
-			[ $job = ap4 ] && dvl="dev.append|dev.write" || dvl=dev.read
-			[ $job = ap4 ] && bs=131072 || bs=4096
-			read -r io _ < <(fio_result "$J/r$DONE-$v-$job.json" \
-				"$([ $job = ap4 ] && echo write || echo read)")
-			clat=$(awk -v r="$DONE" -v v="$v" -v j="$job" \
-				'$1 == r && $2 == v && $3 == j { print $5 }' "$RES2")
-			nclat=$(awk -v r="$DONE" -v j="$job" \
-				'$1 == r && $2 == "null" && $3 == j { print $5 }' "$RES2")
-			rclat=$(awk -v r="$DONE" -v v="raw-$v" -v j="$job" \
-				'$1 == r && $2 == v && $3 == j { print $5 }' "$RES2")
-			awk -v job="$job" -v v="$v" -v fsl="$fsl" \
-				-v dvl="^($dvl)\$" -v clat="${clat:--}" \
-				-v nclat="${nclat:--}" -v rclat="${rclat:--}" \
-				-v ios="$((${io:-0} / bs))" '
-			function val(line, k,   i, a) {
-				for (i = 2; i <= split(line, a, " "); i++)
-					if (index(a[i], k "=") == 1)
-						return substr(a[i], length(k) + 2)
-				return 0 }
-			$1 == fsl { nr = val($0, "nr"); us = val($0, "avg_us") }
-			$1 ~ dvl { dnr += val($0, "nr"); dus += val($0, "avg_us") * val($0, "nr") }
-			END { if (nr) printf "| %s | %s | %s | %.2f | %d | %.0f | %s | %s |\n",
-				job, v, clat, ios ? nr / ios : 0, us, dus / nr, nclat, rclat }' "$st"
+			[ -s "$J/r$DONE-$v-$job.stats" ] || continue
+			read -r nr _ us dus < <(daemon_stats \
+				"$J/r$DONE-$v-$job.stats" $sec) || continue
+			read -r io _ < <(fio_result "$J/r$DONE-$v-$job.json" $sec)
+			read -r clat nclat rclat dclat < <(awk -v r="$DONE" \
+				-v v="$v" -v j="$job" '
+				$1 == r && $3 == j { c[$2] = $5 }
+				function p(k) { return k in c ? c[k] : "-" }
+				END { print p(v), p("null"), p("raw-" v), p("nulld") }' \
+				"$RES2")
+			printf '| %s | %s | %s | %s | %d | %d | %s | %s | %s |\n' \
+				$job $v "$clat" "$(awk -v n="$nr" -v i="$((${io:-0} / bs))" \
+					'BEGIN { printf "%.2f", i ? n / i : 0 }')" \
+				"$us" "$dus" "$nclat" "$rclat" "$dclat"
 		done
 	done
 }
@@ -1445,7 +1457,8 @@ done
 # requests the daemon served (fs.*: count, mean size, mean time) and what
 # the device took of that time (dev.*), from user.dev.stats.
 stats_table() {
-	local v op bs st fsl dvl
+	local v op bs st nr kib us dus
+
 	echo
 	echo "Inside the daemon, last round (user.dev.stats: requests, mean size," \
 		"mean µs in the daemon, of which in the device):"
@@ -1457,17 +1470,10 @@ stats_table() {
 			for v in po2 npo2; do
 				st=$J/r$DONE-$v-$op-$bs.stats
 				[ -s "$st" ] || continue
-				[ $op = append ] && fsl=fs.write || fsl=fs.read
-				[ $op = append ] && dvl="dev.append|dev.write" || dvl=dev.read
-				awk -v job="$op $bs" -v v="$v" -v fsl="$fsl" -v dvl="^($dvl)\$" '
-				function val(line, k,   i, a) {
-					for (i = 2; i <= split(line, a, " "); i++)
-						if (index(a[i], k "=") == 1)
-							return substr(a[i], length(k) + 2)
-					return 0 }
-				$1 == fsl { nr = val($0, "nr"); by = val($0, "bytes"); us = val($0, "avg_us") }
-				$1 ~ dvl { dnr += val($0, "nr"); dus += val($0, "avg_us") * val($0, "nr") }
-				END { if (nr) printf "| %s | %s | %d | %.0f | %d | %.0f |\n", job, v, nr, by / nr / 1024, us, dus / nr }' "$st"
+				read -r nr kib us dus < <(daemon_stats "$st" \
+					"$([ $op = append ] && echo write || echo read)") ||
+					continue
+				echo "| $op $bs | $v | $nr | $kib | $us | $dus |"
 			done
 		done
 	done
