@@ -833,10 +833,12 @@ sys_prof() {
 
 # ---- tables ----
 
-# medians and ratios from the lines of $RES
-TABLE_AWK=$(cat <<'EOF'
-function med(key, vals,    n, i, j, t, a) {
-	n = split(vals[key], a, " ")
+# what the tables' awk programs share: med(LIST), the median of a list of
+# numbers separated by spaces ("" if none), and fmt(X), a MiB/s or µs
+# figure ("-" if none)
+MED_AWK=$(cat <<'EOF'
+function med(list,    n, i, j, t, a) {
+	n = split(list, a, " ")
 	if (n == 0)
 		return ""
 	for (i = 2; i <= n; i++)
@@ -850,6 +852,12 @@ function fmt(x) {
 		return "-"
 	return x + 0 >= 100 ? sprintf("%.0f", x) : sprintf("%.1f", x)
 }
+EOF
+)
+
+# medians and ratios from the lines of $RES
+TABLE_AWK=$(cat <<'EOF'
+function medk(key, vals) { return med(vals[key]) }
 function fmtr(x) { return x == "" ? "-" : sprintf("%.2f", x) }
 function add(arr, key, x) { arr[key] = arr[key] " " x }
 # the bound of a synchronous request through FUSE: at least the FUSE
@@ -902,11 +910,11 @@ END {
 			op = ops[o]; bs = sizes[s]
 			k = SUBSEP op SUBSEP bs
 			printf "| %s %s | %s | %s | %s | %s | %s |\n",
-			    name[op], label(bs), fmt(med("zonefs" k, mv)),
-			    fmt(med("po2" k, mv)),
-			    fmtr(med("po2" SUBSEP "zonefs" k, rv)),
-			    fmt(med("npo2" k, mv)),
-			    fmtr(med("npo2" SUBSEP "zonefs" k, rv))
+			    name[op], label(bs), fmt(medk("zonefs" k, mv)),
+			    fmt(medk("po2" k, mv)),
+			    fmtr(medk("po2" SUBSEP "zonefs" k, rv)),
+			    fmt(medk("npo2" k, mv)),
+			    fmtr(medk("npo2" SUBSEP "zonefs" k, rv))
 		}
 	print ""
 	print "Raw passthrough (fio io_uring_cmd, QD1, commands of at most " \
@@ -919,10 +927,10 @@ END {
 			op = ops[o]; bs = sizes[s]
 			k = SUBSEP op SUBSEP bs
 			printf "| %s %s | %s | %s | %s | %s |\n",
-			    name[op], label(bs), fmt(med("raw-po2" k, mv)),
-			    fmtr(med("po2" SUBSEP "raw-po2" k, rv)),
-			    fmt(med("raw-npo2" k, mv)),
-			    fmtr(med("npo2" SUBSEP "raw-npo2" k, rv))
+			    name[op], label(bs), fmt(medk("raw-po2" k, mv)),
+			    fmtr(medk("po2" SUBSEP "raw-po2" k, rv)),
+			    fmt(medk("raw-npo2" k, mv)),
+			    fmtr(medk("npo2" SUBSEP "raw-npo2" k, rv))
 		}
 	print ""
 	print "FUSE alone (p2z_nullfs: po2zfs's FUSE settings, no device; what" \
@@ -938,11 +946,11 @@ END {
 			op = ops[o]; bs = sizes[s]
 			k = SUBSEP op SUBSEP bs
 			printf "| %s %s | %s | %s | %s | %s | %s |\n",
-			    name[op], label(bs), fmt(med("null" k, mv)),
-			    fmtr(med("null" SUBSEP "zonefs" k, rv)),
-			    op == "bread" ? "-" : fmtr(med("bound" k, rv)),
-			    fmtr(med("po2" SUBSEP "zonefs" k, rv)),
-			    fmtr(med("po2" SUBSEP "null" k, rv))
+			    name[op], label(bs), fmt(medk("null" k, mv)),
+			    fmtr(medk("null" SUBSEP "zonefs" k, rv)),
+			    op == "bread" ? "-" : fmtr(medk("bound" k, rv)),
+			    fmtr(medk("po2" SUBSEP "zonefs" k, rv)),
+			    fmtr(medk("po2" SUBSEP "null" k, rv))
 		}
 	print ""
 	print "Completion latency per request (fio clat mean, µs, median of the rounds):"
@@ -954,10 +962,10 @@ END {
 			op = ops[o]; bs = sizes[s]
 			k = SUBSEP op SUBSEP bs
 			printf "| %s %s | %s | %s | %s | %s | %s | %s |\n",
-			    name[op], label(bs), fmt(med("zonefs" k, cv)),
-			    fmt(med("po2" k, cv)), fmt(med("npo2" k, cv)),
-			    fmt(med("raw-po2" k, cv)), fmt(med("raw-npo2" k, cv)),
-			    fmt(med("null" k, cv))
+			    name[op], label(bs), fmt(medk("zonefs" k, cv)),
+			    fmt(medk("po2" k, cv)), fmt(medk("npo2" k, cv)),
+			    fmt(medk("raw-po2" k, cv)), fmt(medk("raw-npo2" k, cv)),
+			    fmt(medk("null" k, cv))
 		}
 }
 function label(bs) {
@@ -999,7 +1007,8 @@ table() {
 	has_part qd1 || return 0
 	echo
 	awk -v maxt="$((MAXT[3] / 1024)) KiB on ns3, $((MAXT[1] / 1024)) KiB on ns1" \
-		"$TABLE_AWK" "$RES"
+		"$MED_AWK
+$TABLE_AWK" "$RES"
 	echo
 	echo "\`ls -l seq/\` (16 files), ms: first after the mount; again" \
 		"(median of the rounds)"
@@ -1022,21 +1031,6 @@ table() {
 # b)), a~b/c (median of the per-round a * b / (a + b) / c: a and b one
 # after the other, as a ratio to c) or variant@clat (median clat, µs)
 GRID_AWK=$(cat <<'EOF2'
-function med(list,    n, i, j, t, a) {
-	n = split(list, a, " ")
-	if (n == 0)
-		return ""
-	for (i = 2; i <= n; i++)
-		for (j = i; j > 1 && a[j - 1] + 0 > a[j] + 0; j--) {
-			t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
-		}
-	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
-}
-function fmt(x) {
-	if (x == "")
-		return "-"
-	return x + 0 >= 100 ? sprintf("%.0f", x) : sprintf("%.1f", x)
-}
 function cell(spec, job,    ab, r, l, c, x, y) {
 	if (index(spec, "~") && index(spec, "/")) {
 		# a~b/c: a and b one after the other (per byte 1/a + 1/b), as
@@ -1106,7 +1100,8 @@ EOF2
 )
 
 grid() { # rows cols [file]
-	awk -v rows="$1" -v cols="$2" "$GRID_AWK" "${3:-$RES2}"
+	awk -v rows="$1" -v cols="$2" "$MED_AWK
+$GRID_AWK" "${3:-$RES2}"
 }
 
 CROWS="qd16|randread 4k direct, io_uring QD16, one file"
