@@ -7,12 +7,9 @@
  * Each over both write paths (zone append, write at the write pointer).
  * Without the sequencer a write ahead of the write pointer fails at once.
  * Asynchronous reads (p2z_zone_read_submit()) and a reset of their zone.
- * The deadlines of the timed waits (p2z_cond_deadline()).
  */
 #include "zone_check.h"
 #include "zone_priv.h"
-
-#include "po2zfs/cond.h"
 
 /* Long enough never to expire in a test that waits for a predecessor. */
 #define LONG_HOLD_MS 60000U
@@ -812,29 +809,6 @@ START_TEST(test_aseq_read_error_inflight)
 }
 END_TEST
 
-static int64_t ts_ns(const struct timespec *ts)
-{
-	return (int64_t)ts->tv_sec * 1000000000LL + ts->tv_nsec;
-}
-
-/* The deadline is @ms after a time between the calls, tv_nsec normal. */
-START_TEST(test_cond_deadline)
-{
-	static const long ms[] = { 0, 1, 999, 1000, 1001, 2500 };
-	struct timespec before, end, after;
-	int64_t d;
-
-	clock_gettime(CLOCK_MONOTONIC, &before);
-	p2z_cond_deadline(ms[_i], &end);
-	clock_gettime(CLOCK_MONOTONIC, &after);
-	ck_assert_int_ge(end.tv_nsec, 0);
-	ck_assert_int_lt(end.tv_nsec, 1000000000L);
-	d = ms[_i] * 1000000LL;
-	ck_assert_int_ge(ts_ns(&end), ts_ns(&before) + d);
-	ck_assert_int_le(ts_ns(&end), ts_ns(&after) + d);
-}
-END_TEST
-
 static Suite *zone_seq_suite(void)
 {
 	Suite *s = suite_create("zone_seq");
@@ -858,8 +832,6 @@ static Suite *zone_seq_suite(void)
 	tcase_add_loop_test(tc, test_aseq_read_error_barrier, 0, 2);
 	tcase_add_loop_test(tc, test_aseq_read_error_inflight, 0, 2);
 	tcase_add_test(tc, test_read_async_reset);
-	tc = tcase(s, "cond");
-	tcase_add_loop_test(tc, test_cond_deadline, 0, 6);
 	return s;
 }
 
